@@ -1,0 +1,127 @@
+package trainyard
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// JobKind says what a training job does.
+type JobKind string
+
+// Job kinds.
+const (
+	JobKindRL  JobKind = "rl"
+	JobKindSFT JobKind = "sft"
+)
+
+// JobStatus is the lifecycle state of a job.
+type JobStatus string
+
+// Job statuses. QUEUED until its workflow starts the first step; exactly one
+// of the last three once it ends.
+const (
+	JobQueued    JobStatus = "QUEUED"
+	JobRunning   JobStatus = "RUNNING"
+	JobCompleted JobStatus = "COMPLETED"
+	JobFailed    JobStatus = "FAILED"
+	JobCancelled JobStatus = "CANCELLED"
+)
+
+// Terminal reports whether the status is final.
+func (s JobStatus) Terminal() bool {
+	return s == JobCompleted || s == JobFailed || s == JobCancelled
+}
+
+// Job is one RL or SFT training job. Its input (trajectory groups or the SFT
+// data reference) is stored durably before its workflow starts.
+type Job struct {
+	ID             string
+	AccountID      string
+	ModelID        string
+	Kind           JobKind
+	Status         JobStatus
+	IdempotencyKey *string
+	// Config is the job's request configuration as received
+	// (experimental_config, SFT config, training_data_url).
+	Config        json.RawMessage
+	WorkflowID    string
+	RunID         string
+	CurrentStep   int  // gradient steps done so far
+	TotalSteps    int  // 0 until known
+	Checkpoint    *int // the model step this job produced, once recorded
+	LatestMetrics map[string]float64
+	Error         *string
+	CreatedAt     time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+}
+
+// JobUpdate changes some fields of a job; nil fields are left alone.
+type JobUpdate struct {
+	Status        *JobStatus
+	RunID         *string
+	CurrentStep   *int
+	TotalSteps    *int
+	Checkpoint    *int
+	LatestMetrics map[string]float64
+	Error         *string
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+}
+
+// JobStore persists training jobs.
+type JobStore interface {
+	// CreateJob inserts j (filling ID unless set, and CreatedAt). When the
+	// account already has a job with the same IdempotencyKey, it returns that
+	// job and created=false instead.
+	CreateJob(ctx context.Context, j *Job) (job *Job, created bool, err error)
+	// FindJob returns the account's job by id (ENOTFOUND for another's).
+	FindJob(ctx context.Context, accountID, jobID string) (*Job, error)
+	// GetJob returns a job by id regardless of account (internal use by
+	// activities, which are given ids by trusted workflows).
+	GetJob(ctx context.Context, jobID string) (*Job, error)
+	// ListJobs pages through the account's jobs, newest first by default;
+	// modelID filters when non-empty.
+	ListJobs(ctx context.Context, accountID, modelID string, opts ListOptions) (*Page[*Job], error)
+	// UpdateJob applies u. It never moves a terminal job back to a
+	// non-terminal status.
+	UpdateJob(ctx context.Context, jobID string, u JobUpdate) error
+}
+
+// EventType is the type of a training job event.
+type EventType string
+
+// Event types, in the order a job emits them: one started, N gradient steps,
+// exactly one of ended/failed.
+const (
+	EventTrainingStarted EventType = "training_started"
+	EventGradientStep    EventType = "gradient_step"
+	EventTrainingEnded   EventType = "training_ended"
+	EventTrainingFailed  EventType = "training_failed"
+)
+
+// Event is one record of a job's progress. Seq numbers a job's events from 1
+// without gaps; it is the idempotency key of the write and the list order.
+type Event struct {
+	ID        string
+	JobID     string
+	Seq       int
+	Type      EventType
+	Data      map[string]any
+	CreatedAt time.Time
+}
+
+// EventStore persists job events.
+type EventStore interface {
+	// AppendEvent writes e (filling ID and CreatedAt). Writing the same
+	// (job, seq) again is a no-op that returns the stored event, so retried
+	// activities never duplicate events. A second terminal event for a job is
+	// ECONFLICT.
+	AppendEvent(ctx context.Context, e *Event) (*Event, error)
+	// ListEvents pages through a job's events by Seq; After is an event id
+	// (exclusive).
+	ListEvents(ctx context.Context, jobID string, opts ListOptions) (*Page[*Event], error)
+	// LastEvent returns the job's event with the highest Seq, or ENOTFOUND.
+	LastEvent(ctx context.Context, jobID string) (*Event, error)
+}
