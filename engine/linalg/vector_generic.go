@@ -1,0 +1,33 @@
+package linalg
+
+// dotGeneric is the portable Dot; four partial sums shorten the floating-point dependency chain.
+func dotGeneric(x, y []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		xs, ys := x[i:i+4:i+4], y[i:i+4:i+4]
+		s0 += xs[0] * ys[0]
+		s1 += xs[1] * ys[1]
+		s2 += xs[2] * ys[2]
+		s3 += xs[3] * ys[3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpyGeneric is the portable Axpy.
+func axpyGeneric(alpha float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += alpha * v
+	}
+}
+
+// scaleGeneric is the portable Scale.
+func scaleGeneric(alpha float32, x []float32) {
+	for i := range x {
+		x[i] *= alpha
+	}
+}
