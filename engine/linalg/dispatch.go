@@ -1,11 +1,33 @@
 package linalg
 
+// The implementations in use, chosen once at init by the architecture-specific files (CPU features, or
+// OpenBLAS under the openblas build tag).
 var (
-	dot   = dotGeneric
-	axpy  = axpyGeneric
-	scale = scaleGeneric
-	sgemm = sgemmNaive
+	dot     = dotGeneric
+	axpy    = axpyGeneric
+	scale   = scaleGeneric
+	kernel  = genericKernel
+	backend = "generic"
+	sgemm   = sgemmGo
 )
 
 // Backend names the Sgemm implementation in use: "avx512", "avx2", "generic" or "openblas".
-func Backend() string { return "generic" }
+func Backend() string { return backend }
+
+// smallMACs is the product size below which the unpacked loops beat packing.
+const smallMACs = 8192
+
+// sgemmGo is the pure-Go (plus assembly) Sgemm: matrix-vector products, tiny products and the packed path.
+func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) {
+	switch {
+	case k == 0 || alpha == 0:
+		scaleMatrix(m, n, beta, c, ldc)
+	case m == 1 || n == 1:
+		gemv(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case m*n*k < smallMACs:
+		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	default:
+		sgemmPacked(kernel, threadsFor(m, n, k), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}

@@ -1,0 +1,83 @@
+package linalg
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// gemmShape is one benchmarked product: op(A) is m×k, op(B) is k×n.
+type gemmShape struct {
+	name           string
+	transA, transB bool
+	m, n, k        int
+}
+
+// trainingShapes are the products of one training step of a d_model=256, hidden=768 model on 32×128 tokens:
+// forward (X·W), the input gradient (dY·Wᵀ) and the weight gradient (Xᵀ·dY), plus the 1024³ reference size.
+var trainingShapes = []gemmShape{
+	{"fwd_4096x256x768", false, false, 4096, 768, 256},
+	{"fwd_4096x768x256", false, false, 4096, 256, 768},
+	{"fwdWt_4096x256x768", false, true, 4096, 768, 256},
+	{"dX_4096x768x256", false, true, 4096, 256, 768},
+	{"dW_256x4096x768", true, false, 256, 768, 4096},
+	{"dW_768x4096x256", true, false, 768, 256, 4096},
+	{"attn_128x128x64", false, true, 128, 128, 64},
+	{"square_1024", false, false, 1024, 1024, 1024},
+}
+
+// gemvShapes are the products of sampling one token.
+var gemvShapes = []gemmShape{
+	{"1x256x768", false, false, 1, 768, 256},
+	{"1x768x256", false, false, 1, 256, 768},
+	{"1x256x768_Bt", false, true, 1, 768, 256},
+	{"1x256x32000_Bt", false, true, 1, 32000, 256},
+	{"4x256x768", false, false, 4, 768, 256},
+}
+
+func (s gemmShape) operands() (a, b, c []float32, lda, ldb int) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	lda, ldb = s.k, s.n
+	if s.transA {
+		lda = s.m
+	}
+	if s.transB {
+		ldb = s.k
+	}
+	return randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), make([]float32, s.m*s.n), lda, ldb
+}
+
+// benchGemm reports GFLOP/s (2·m·n·k per call) for f on each shape.
+func benchGemm(b *testing.B, shapes []gemmShape, f func(tA, tB bool, m, n, k int, alpha float32, a []float32,
+	lda int, b []float32, ldb int, beta float32, c []float32, ldc int)) {
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			a, bm, c, lda, ldb := s.operands()
+			for b.Loop() {
+				f(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, bm, ldb, 0, c, s.n)
+			}
+			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkSgemm measures the default backend on the training-step shapes.
+func BenchmarkSgemm(b *testing.B) {
+	b.Run(Backend(), func(b *testing.B) { benchGemm(b, trainingShapes, Sgemm) })
+}
+
+// BenchmarkGemv measures the default backend on the sampling shapes.
+func BenchmarkGemv(b *testing.B) {
+	b.Run(Backend(), func(b *testing.B) { benchGemm(b, gemvShapes, Sgemm) })
+}
+
+// BenchmarkKernels measures the packed path of every kernel this CPU runs, single- and multi-threaded, on the
+// square reference size, so the kernels can be compared in one run.
+func BenchmarkKernels(b *testing.B) {
+	sq := []gemmShape{trainingShapes[len(trainingShapes)-1]}
+	for _, kern := range allKernels() {
+		for _, w := range []int{1, threadsFor(1<<10, 1<<10, 1<<10)} {
+			b.Run(fmt.Sprintf("%s/threads=%d", kern.name, w), func(b *testing.B) { benchGemm(b, sq, packedWith(kern, w)) })
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package linalg
+
+import "sync"
+
+// Cache blocking (see README.md): a kc×nc block of packed op(B) is shared by all workers and stays in each
+// core's L2 cache (kcMax·ncMax·4 bytes = 1 MiB of the 2 MiB L2), while one worker's packed mr×kc panel of op(A)
+// stays in L1 as the kernel sweeps it across the block's nr-wide panels of B.
+const (
+	kcMax = 256
+	ncMax = 1024
+)
+
+// gemmBuffers is the packing scratch of one Sgemm call, recycled through bufPool.
+type gemmBuffers struct {
+	b      []float32   // packed kc×nc block of op(B)
+	a      [][]float32 // per worker: one packed mr×kc panel of op(A)
+	edge   [][]float32 // per worker: an mr×nr tile for partial tiles at the edges of C
+	kernel *microKernel
+}
+
+var bufPool sync.Pool
+
+func getBuffers(kern *microKernel, workers, kc, nc int) *gemmBuffers {
+	g, _ := bufPool.Get().(*gemmBuffers)
+	if g == nil || g.kernel != kern {
+		g = &gemmBuffers{kernel: kern}
+	}
+	g.b = grow(g.b, kc*roundUp(nc, kern.nr))
+	for len(g.a) < workers {
+		g.a = append(g.a, nil)
+		g.edge = append(g.edge, make([]float32, kern.mr*kern.nr))
+	}
+	for w := range workers {
+		g.a[w] = grow(g.a[w], kern.mr*kc)
+	}
+	return g
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// split divides total into the fewest parts of at most limit and returns the (equal, aligned) part size, so
+// that k=300 becomes two blocks of 152 rather than 256+44.
+func split(total, limit, align int) int {
+	parts := (total + limit - 1) / limit
+	return min(roundUp((total+parts-1)/parts, align), limit)
+}
+
+// sgemmPacked is the blocked driver: for each kc×nc block of op(B) it packs the block once (in parallel) and
+// then lets the workers take (row panel, column group) units, packing the unit's op(A) panel and running the
+// microkernel over it. C is scaled by beta in the first k block only.
+func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
+	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if k == 0 || alpha == 0 {
+		scaleMatrix(m, n, beta, c, ldc)
+		return
+	}
+	mr, nr := kern.mr, kern.nr
+	kc := split(k, kcMax, 1)
+	nc := split(n, ncMax, nr)
+	buf := getBuffers(kern, workers, kc, nc)
+	defer bufPool.Put(buf)
+	rowPanels := (m + mr - 1) / mr
+	for p0 := 0; p0 < k; p0 += kc {
+		kcur := min(kc, k-p0)
+		bcur := beta
+		if p0 > 0 {
+			bcur = 1
+		}
+		for j0 := 0; j0 < n; j0 += nc {
+			ncur := min(nc, n-j0)
+			colPanels := (ncur + nr - 1) / nr
+			bp := buf.b
+			parallelFor(workers, colPanels, func(_, jp int) {
+				packB(bp[jp*kcur*nr:], b, ldb, transB, p0, kcur, j0+jp*nr, min(nr, ncur-jp*nr), nr)
+			})
+			// Few row panels (small m): split the columns too so every worker gets several units.
+			groups := 1
+			if rowPanels < 4*workers {
+				groups = min(colPanels, (4*workers+rowPanels-1)/rowPanels)
+			}
+			perGroup := (colPanels + groups - 1) / groups
+			parallelFor(workers, rowPanels*groups, func(w, u int) {
+				ip, g := u/groups, u%groups
+				i0 := ip * mr
+				rows := min(mr, m-i0)
+				ap := buf.a[w]
+				packA(ap, a, lda, transA, i0, rows, p0, kcur, mr)
+				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
+					jj := j0 + jp*nr
+					cols := min(nr, n-jj)
+					bpp := bp[jp*kcur*nr:]
+					if rows == mr && cols == nr {
+						kern.tile(kcur, ap, bpp, c[i0*ldc+jj:], ldc, alpha, bcur)
+						continue
+					}
+					edge := buf.edge[w]
+					kern.tile(kcur, ap, bpp, edge, nr, 1, 0)
+					mergeTile(edge, nr, rows, cols, alpha, bcur, c[i0*ldc+jj:], ldc)
+				}
+			})
+		}
+	}
+}
+
+// mergeTile writes C = alpha*T + beta*C for the rows×cols corner of a computed tile T.
+func mergeTile(t []float32, ldt, rows, cols int, alpha, beta float32, c []float32, ldc int) {
+	for r := 0; r < rows; r++ {
+		tr := t[r*ldt : r*ldt+cols]
+		cr := c[r*ldc : r*ldc+cols]
+		for j, v := range tr {
+			if beta == 0 {
+				cr[j] = alpha * v
+			} else {
+				cr[j] = alpha*v + beta*cr[j]
+			}
+		}
+	}
+}
+
+// scaleMatrix computes C = beta*C for an m×n matrix (beta == 0 clears it, ignoring NaNs).
+func scaleMatrix(m, n int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			scale(beta, row)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package linalg
+
+import "golang.org/x/sys/cpu"
+
+// Assembly microkernels (kernel_*_amd64.s). They trust their arguments: the driver passes kc ≥ 1, packed
+// panels of kc·mr and kc·nr values and a C tile that lies wholly inside c.
+
+//go:noescape
+func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func tile6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+
+// avx512Kernel needs AVX-512F; 14×32 fills 28 of the 32 zmm registers with accumulators.
+var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
+	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
+		_, _, _ = ap[14*kc-1], bp[32*kc-1], c[13*ldc+31]
+		tile14x32AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	}}
+
+// avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.
+var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
+	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
+		_, _, _ = ap[6*kc-1], bp[16*kc-1], c[5*ldc+15]
+		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	}}
+
+// simdKernels lists the assembly kernels this CPU can run, best first.
+func simdKernels() []*microKernel {
+	var ks []*microKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return ks
+}

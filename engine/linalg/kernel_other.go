@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package linalg
+
+// simdKernels lists the assembly kernels this CPU can run: none outside amd64.
+func simdKernels() []*microKernel { return nil }

@@ -1,0 +1,93 @@
+package linalg
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// allKernels is the generic kernel plus every assembly kernel this CPU runs.
+func allKernels() []*microKernel { return append(simdKernels(), genericKernel) }
+
+// packedWith returns an Sgemm signature that forces the packed path with the given kernel and worker count.
+func packedWith(kern *microKernel, workers int) func(bool, bool, int, int, int, float32, []float32, int,
+	[]float32, int, float32, []float32, int) {
+	return func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+		beta float32, c []float32, ldc int) {
+		sgemmPacked(kern, workers, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+// TestPackedKernels drives the packed path of every kernel over shapes around its tile sizes and the cache
+// blocks (k past kcMax, n past ncMax), with one and three workers.
+func TestPackedKernels(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, kern := range allKernels() {
+		ms := []int{1, kern.mr - 1, kern.mr, kern.mr + 1, 3*kern.mr + 2}
+		ns := []int{1, kern.nr - 1, kern.nr, kern.nr + 1, 2*kern.nr + 5}
+		ks := []int{1, 2, 3, 4, 5, 9, 64}
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, m := range ms {
+					for _, n := range ns {
+						k := ks[rng.IntN(len(ks))]
+						g := newGemmCase(rng, tA, tB, m, n, k, 1.5, []float32{0, 1, -0.25}[rng.IntN(3)], rng.IntN(2))
+						g.check(t, kern.name, packedWith(kern, 1+2*rng.IntN(2)))
+					}
+				}
+				// Several k blocks and n blocks, with a ragged last block of each.
+				g := newGemmCase(rng, tA, tB, 2*kern.mr+3, ncMax+kern.nr+3, kcMax+37, 0.5, 2, 3)
+				g.check(t, kern.name, packedWith(kern, 2))
+			}
+		}
+	}
+}
+
+// TestKernelsAgree runs one training-sized product through each kernel and checks that they match each other
+// as closely as float32 summation order allows.
+func TestKernelsAgree(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := newGemmCase(rng, false, true, 130, 200, 300, 1, 0, 0)
+	var first []float32
+	for _, kern := range allKernels() {
+		c := append([]float32(nil), g.c...)
+		sgemmPacked(kern, 2, g.transA, g.transB, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, c, g.ldc)
+		if first == nil {
+			first = c
+			continue
+		}
+		for i := range c {
+			if d := c[i] - first[i]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("%s and %s differ at %d: %v vs %v", kern.name, allKernels()[0].name, i, c[i], first[i])
+			}
+		}
+	}
+}
+
+// TestGemv covers the matrix-vector paths (m == 1 or n == 1), including outputs big enough to be split across
+// goroutines.
+func TestGemv(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for _, d := range [][3]int{{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 5000, 130}, {9, 1, 33}, {4500, 1, 150}} {
+				g := newGemmCase(rng, tA, tB, d[0], d[1], d[2], -1, []float32{0, 0.5}[rng.IntN(2)], rng.IntN(3))
+				g.check(t, "gemv", gemv)
+			}
+		}
+	}
+}
+
+// TestSgemmLarge checks the public entry point on transformer-like shapes large enough to run in parallel.
+func TestSgemmLarge(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, d := range [][3]int{{257, 130, 96}, {64, 768, 256}, {300, 65, 520}} {
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			g := newGemmCase(rng, tr[0], tr[1], d[0], d[1], d[2], 1, 0.5, 1)
+			g.check(t, "Sgemm", Sgemm)
+		}
+	}
+}

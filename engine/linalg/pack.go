@@ -1,0 +1,54 @@
+package linalg
+
+// packA copies the rows×kc block of op(A) starting at (i0, p0) into dst as kc groups of mr values (one column
+// of the block per group), zero-filling rows past rows so the kernel can always compute a full tile.
+func packA(dst []float32, a []float32, lda int, transA bool, i0, rows, p0, kc, mr int) {
+	dst = dst[:kc*mr]
+	if transA {
+		// op(A)[i, p] = a[p*lda+i]: each group is a contiguous run of a.
+		for p := 0; p < kc; p++ {
+			src := a[(p0+p)*lda+i0:]
+			d := dst[p*mr : p*mr+mr]
+			copy(d, src[:rows])
+			clear(d[rows:])
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		src := a[(i0+r)*lda+p0 : (i0+r)*lda+p0+kc]
+		for p, v := range src {
+			dst[p*mr+r] = v
+		}
+	}
+	for r := rows; r < mr; r++ {
+		for p := 0; p < kc; p++ {
+			dst[p*mr+r] = 0
+		}
+	}
+}
+
+// packB copies the kc×cols block of op(B) starting at (p0, j0) into dst as kc groups of nr values (one row of
+// the block per group), zero-filling columns past cols.
+func packB(dst []float32, b []float32, ldb int, transB bool, p0, kc, j0, cols, nr int) {
+	dst = dst[:kc*nr]
+	if !transB {
+		for p := 0; p < kc; p++ {
+			d := dst[p*nr : p*nr+nr]
+			copy(d, b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+cols])
+			clear(d[cols:])
+		}
+		return
+	}
+	// op(B)[p, j] = b[j*ldb+p]: walk each stored row of b contiguously and scatter into the groups.
+	for j := 0; j < cols; j++ {
+		src := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kc]
+		for p, v := range src {
+			dst[p*nr+j] = v
+		}
+	}
+	for j := cols; j < nr; j++ {
+		for p := 0; p < kc; p++ {
+			dst[p*nr+j] = 0
+		}
+	}
+}
