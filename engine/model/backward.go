@@ -1,0 +1,190 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/trainyard/trainyard/engine/linalg"
+)
+
+// Grads receives gradients (accumulated, so several passes can add into one buffer). W collects full-model
+// gradients (pretraining) and L the adapter's; either may be nil, and the base weights are only read.
+type Grads struct {
+	W *Weights
+	L *LoRA
+}
+
+// Backward back-propagates dLogits ([len(rows) × vocab], the loss gradient w.r.t. Logits(rows)) through the
+// pass and adds the parameter gradients to g.
+func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Grads) error {
+	if !p.opt.Keep {
+		return errors.New("model: Backward needs a pass run with Keep")
+	}
+	c, ar := p.w.Cfg, p.opt.Arena
+	R, D, V := len(rows), c.Dim, c.VocabSize
+	dh := ar.alloc(R * D)
+	linalg.Sgemm(false, false, R, D, V, 1, dLogits, V, p.w.Output, D, 0, dh, D)
+	p.FlopsBwd += int64(2 * R * D * V)
+	if g.W != nil {
+		linalg.Sgemm(true, false, V, D, R, 1, dLogits, V, p.gather(rows), D, 1, g.W.Output, D)
+		p.FlopsBwd += int64(2 * R * D * V)
+	}
+	dhf := ar.alloc(p.N * D)
+	for i, r := range rows {
+		row := dhf[r*D : (r+1)*D]
+		for j, v := range dh[i*D : (i+1)*D] {
+			row[j] += v
+		}
+	}
+	dx := ar.alloc(p.N * D)
+	var dFinal []float32
+	if g.W != nil {
+		dFinal = g.W.FinalNorm
+	}
+	rmsNormBack(dx, dFinal, dhf, p.xOut, p.w.FinalNorm, p.rf, D)
+	for l := c.Layers - 1; l >= 0; l-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.blockBack(l, p.layers[l], dx, g, l > 0 || g.W != nil)
+	}
+	if g.W != nil {
+		t := 0
+		for _, toks := range p.seqs {
+			for _, id := range toks {
+				linalg.Axpy(1, dx[t*D:(t+1)*D], g.W.Embed[id*D:(id+1)*D])
+				t++
+			}
+		}
+	}
+	return nil
+}
+
+// blockBack turns dx (gradient w.r.t. the block output) into the gradient w.r.t. its input, in place.
+// needDX=false skips the input gradient of the attention half (layer 0 without embedding gradients).
+func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bool) {
+	c, ar, N := p.w.Cfg, p.opt.Arena, p.N
+	ly := &p.w.Layers[l]
+	var gl *Layer
+	if g.W != nil {
+		gl = &g.W.Layers[l]
+	}
+	// MLP: out = x2 + down(silu(gate(h2))·up(h2)), h2 = norm(x2).
+	da := ar.alloc(N * c.Hidden)
+	p.linearBack(l, ModDown, lc, lc.a, dx, da, 0, g, true)
+	dg, du := ar.alloc(N*c.Hidden), ar.alloc(N*c.Hidden)
+	swigluBack(dg, du, da, lc.g, lc.u)
+	dh2 := ar.alloc(N * c.Dim)
+	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
+	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
+	rmsNormBack(dx, normGrad(gl, false), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim)
+	// Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = norm(x).
+	datt := ar.alloc(N * c.QDim())
+	p.linearBack(l, ModO, lc, lc.att, dx, datt, 0, g, true)
+	dq, dk, dv := ar.alloc(N*c.QDim()), ar.alloc(N*c.KVDim()), ar.alloc(N*c.KVDim())
+	p.attentionBack(lc, datt, dq, dk, dv)
+	for t := 0; t < N; t++ {
+		p.w.rope.apply(dq[t*c.QDim():(t+1)*c.QDim()], c.Heads, p.pos[t], true)
+		p.w.rope.apply(dk[t*c.KVDim():(t+1)*c.KVDim()], c.KVHeads, p.pos[t], true)
+	}
+	dh1 := ar.alloc(N * c.Dim)
+	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
+	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
+	p.linearBack(l, ModV, lc, lc.h1, dv, dh1, 1, g, needDX)
+	if needDX {
+		rmsNormBack(dx, normGrad(gl, true), dh1, lc.x, ly.AttnNorm, lc.r1, c.Dim)
+	}
+}
+
+func normGrad(gl *Layer, attn bool) []float32 {
+	switch {
+	case gl == nil:
+		return nil
+	case attn:
+		return gl.AttnNorm
+	}
+	return gl.MLPNorm
+}
+
+// linearBack propagates dy through projection m: dx = beta·dx + dy·W (+ LoRA path) when needDX, and adds
+// dW = dyᵀ·x, dB = s·dyᵀ·u, dA = (s·dy·B)ᵀ·drop(x) to the requested gradients.
+func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta float32, g Grads, needDX bool) {
+	out, in := p.w.Cfg.Shape(m)
+	N := p.N
+	if needDX {
+		linalg.Sgemm(false, false, N, in, out, 1, dy, out, p.w.Layers[l].W[m], in, beta, dx, in)
+		p.FlopsBwd += int64(2 * N * in * out)
+	}
+	if g.W != nil {
+		linalg.Sgemm(true, false, out, in, N, 1, dy, out, x, in, 1, g.W.Layers[l].W[m], in)
+		p.FlopsBwd += int64(2 * N * in * out)
+	}
+	if p.lora == nil || !p.lora.Targets[m] {
+		return
+	}
+	r, s := p.lora.Rank, p.lora.Scale()
+	xd := x
+	if lc.xd[m] != nil {
+		xd = lc.xd[m]
+	}
+	if g.L != nil {
+		linalg.Sgemm(true, false, out, r, N, s, dy, out, lc.lu[m], r, 1, g.L.B[l][m], r)
+	}
+	du := p.opt.Arena.alloc(N * r)
+	linalg.Sgemm(false, false, N, r, out, s, dy, out, p.lora.B[l][m], r, 0, du, r)
+	if g.L != nil {
+		linalg.Sgemm(true, false, r, in, N, 1, du, r, xd, in, 1, g.L.A[l][m], in)
+	}
+	p.FlopsBwd += int64(6 * N * r * (in + out))
+	if !needDX {
+		return
+	}
+	if lc.mask[m] == nil {
+		linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 1, dx, in)
+		return
+	}
+	tmp := p.opt.Arena.alloc(N * in)
+	linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 0, tmp, in)
+	for i, v := range tmp {
+		dx[i] += v * lc.mask[m][i]
+	}
+}
+
+// attentionBack computes dq, dk, dv (post-RoPE) from datt. With P the softmax weights and dP = datt·vᵀ,
+// the score gradient is dS = P ⊙ (dP − rowsum(P ⊙ dP)); dq = s·dS·k, dk += s·dSᵀ·q, dv += Pᵀ·datt.
+// Work is split by (sequence, kv head) so grouped heads accumulate into dk, dv without races.
+func (p *Pass) attentionBack(lc *layerCache, datt, dq, dk, dv []float32) {
+	c := p.w.Cfg
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	qd, kd, hd := c.QDim(), c.KVDim(), c.HeadDim
+	parallel(len(p.seqs)*c.KVHeads, func(wk, i int) {
+		s, kvh := i/c.KVHeads, i%c.KVHeads
+		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+		for h := kvh * group; h < (kvh+1)*group; h++ {
+			P := lc.probs[s*c.Heads+h]
+			dP := p.workerScratch(wk, T*T)
+			qo, ko := base*qd+h*hd, base*kd+kvh*hd
+			linalg.Sgemm(false, true, T, T, hd, 1, datt[qo:], qd, lc.v[ko:], kd, 0, dP, T)
+			for r := 0; r < T; r++ {
+				pr, dr := P[r*T:r*T+r+1], dP[r*T:r*T+T]
+				var dot float32
+				for j, pv := range pr {
+					dot += pv * dr[j]
+				}
+				for j, pv := range pr {
+					dr[j] = pv * (dr[j] - dot)
+				}
+				clear(dr[r+1:])
+			}
+			linalg.Sgemm(false, false, T, hd, T, scale, dP, T, lc.k[ko:], kd, 0, dq[qo:], qd)
+			linalg.Sgemm(true, false, T, hd, T, scale, dP, T, lc.q[qo:], qd, 1, dk[ko:], kd)
+			linalg.Sgemm(true, false, T, hd, T, 1, P, T, datt[qo:], qd, 1, dv[ko:], kd)
+		}
+	})
+	for s := range p.seqs {
+		T := int64(p.offs[s+1] - p.offs[s])
+		p.FlopsBwd += 8 * T * T * int64(hd*c.Heads)
+	}
+}

@@ -1,0 +1,117 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/trainyard/trainyard/engine/linalg"
+)
+
+// Cache is the key/value cache of one generated sequence: per layer, the post-RoPE keys and values of every
+// position so far ([Len × kvDim]).
+type Cache struct {
+	K, V [][]float32
+	Len  int
+	cap  int
+}
+
+// NewCache returns an empty cache able to hold capacity positions (at most the model's context).
+func (w *Weights) NewCache(capacity int) *Cache {
+	capacity = min(capacity, w.Cfg.MaxSeqLen)
+	c := &Cache{K: make([][]float32, w.Cfg.Layers), V: make([][]float32, w.Cfg.Layers), cap: capacity}
+	for l := range c.K {
+		c.K[l] = make([]float32, 0, capacity*w.Cfg.KVDim())
+		c.V[l] = make([]float32, 0, capacity*w.Cfg.KVDim())
+	}
+	return c
+}
+
+// Clone copies the cache (to fork one prefilled prompt into n completions).
+func (c *Cache) Clone() *Cache {
+	d := &Cache{K: make([][]float32, len(c.K)), V: make([][]float32, len(c.V)), Len: c.Len, cap: c.cap}
+	for l := range c.K {
+		d.K[l] = append(make([]float32, 0, cap(c.K[l])), c.K[l]...)
+		d.V[l] = append(make([]float32, 0, cap(c.V[l])), c.V[l]...)
+	}
+	return d
+}
+
+// Prefill runs tokens through the model into an empty cache and returns the logits of the last position.
+func (w *Weights) Prefill(ctx context.Context, c *Cache, tokens []int, lora *LoRA) ([]float32, error) {
+	if c.Len != 0 || len(tokens) > c.cap {
+		return nil, fmt.Errorf("%w: prefill of %d tokens into cache of %d/%d", ErrInput, len(tokens), c.Len, c.cap)
+	}
+	p, err := w.Forward(ctx, [][]int{tokens}, PassOptions{LoRA: lora, OnKV: func(l int, k, v []float32) {
+		c.K[l] = append(c.K[l], k...)
+		c.V[l] = append(c.V[l], v...)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	c.Len = len(tokens)
+	return p.Logits([]int{len(tokens) - 1}), nil
+}
+
+// Decode appends one token to each cache and returns [len(caches) × vocab] next-token logits. Every row is
+// computed independently of the others, so batching does not change a sequence's result beyond the
+// matmul kernel's rounding.
+func (w *Weights) Decode(ctx context.Context, caches []*Cache, tokens []int, lora *LoRA) ([]float32, error) {
+	if len(caches) != len(tokens) {
+		return nil, fmt.Errorf("%w: %d caches for %d tokens", ErrInput, len(caches), len(tokens))
+	}
+	p := &Pass{w: w, lora: lora, decode: caches, N: len(tokens), seqs: make([][]int, len(tokens))}
+	for i, id := range tokens {
+		if id < 0 || id >= w.Cfg.VocabSize {
+			return nil, fmt.Errorf("%w: token id %d (vocabulary %d)", ErrInput, id, w.Cfg.VocabSize)
+		}
+		if caches[i].Len >= caches[i].cap {
+			return nil, fmt.Errorf("%w: cache full at %d positions", ErrInput, caches[i].Len)
+		}
+		p.seqs[i] = []int{id}
+		p.pos = append(p.pos, caches[i].Len)
+	}
+	p.offs = make([]int, len(tokens)+1)
+	for i := range tokens {
+		p.offs[i+1] = i + 1
+	}
+	if err := p.run(ctx, p.embed()); err != nil {
+		return nil, err
+	}
+	for _, c := range caches {
+		c.Len++
+	}
+	rows := make([]int, len(tokens))
+	for i := range rows {
+		rows[i] = i
+	}
+	return p.Logits(rows), nil
+}
+
+// attendCache appends this step's keys/values to every cache and attends each row's query over its cache.
+func (p *Pass) attendCache(l int, lc *layerCache) {
+	c := p.w.Cfg
+	kd, qd, hd := c.KVDim(), c.QDim(), c.HeadDim
+	for b, ca := range p.decode {
+		ca.K[l] = append(ca.K[l], lc.k[b*kd:(b+1)*kd]...)
+		ca.V[l] = append(ca.V[l], lc.v[b*kd:(b+1)*kd]...)
+	}
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	work := func(wk, i int) {
+		b, h := i/c.Heads, i%c.Heads
+		ca, kvh := p.decode[b], h/group
+		n := ca.Len + 1
+		sc := p.workerScratch(wk, n)
+		linalg.Sgemm(false, true, 1, n, hd, scale, lc.q[b*qd+h*hd:], hd, ca.K[l][kvh*hd:], kd, 0, sc, n)
+		softmaxCausalRow(sc, n-1)
+		linalg.Sgemm(false, false, 1, hd, n, 1, sc, n, ca.V[l][kvh*hd:], kd, 0, lc.att[b*qd+h*hd:], hd)
+	}
+	if len(p.decode) == 1 {
+		for i := 0; i < c.Heads; i++ {
+			work(0, i)
+		}
+		return
+	}
+	parallel(len(p.decode)*c.Heads, work)
+}

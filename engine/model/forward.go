@@ -1,0 +1,276 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+
+	"github.com/trainyard/trainyard/engine/linalg"
+)
+
+// ErrInput reports invalid model input (token id out of range, empty or too long sequence).
+var ErrInput = errors.New("invalid model input")
+
+// PassOptions configure a forward pass.
+type PassOptions struct {
+	LoRA  *LoRA  // nil: base model only
+	Keep  bool   // keep activations so Backward can run
+	Arena *Arena // buffer source (nil: heap)
+	// DropoutSeed seeds LoRA dropout masks; dropout applies only when Keep is set (training).
+	DropoutSeed int64
+	// OnKV, when set, receives each layer's post-RoPE keys and values [N × kvDim] (used to fill a KV cache).
+	OnKV func(layer int, k, v []float32)
+}
+
+// layerCache holds one block's activations (all [N × width], row per token).
+type layerCache struct {
+	x, h1, q, k, v, att, x2, h2, g, u, a []float32
+	r1, r2                               []float32
+	probs                                [][]float32 // per (sequence, head): [T × T] attention weights
+	lu                                   [NumModules][]float32
+	xd, mask                             [NumModules][]float32 // dropout: dropped input and scaled mask
+}
+
+// Pass is one forward pass over a batch of sequences packed row after row.
+type Pass struct {
+	w        *Weights
+	lora     *LoRA
+	opt      PassOptions
+	seqs     [][]int
+	offs     []int // offs[s] is the first row of sequence s; offs[len] = N
+	pos      []int // position of every row
+	N        int
+	layers   []*layerCache
+	xOut     []float32 // final residual stream
+	rf, hf   []float32 // final norm scale and normed output
+	rng      *rand.Rand
+	scratch  [][]float32 // per worker
+	decode   []*Cache    // set for a decode step
+	FlopsFwd int64       // matmul flops issued by the forward pass
+	FlopsBwd int64       // matmul flops issued by Backward
+}
+
+// Forward runs seqs through the model.
+func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*Pass, error) {
+	c := w.Cfg
+	p := &Pass{w: w, lora: opt.LoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1)}
+	for s, toks := range seqs {
+		if len(toks) == 0 || len(toks) > c.MaxSeqLen {
+			return nil, fmt.Errorf("%w: sequence %d has %d tokens (1..%d allowed)", ErrInput, s, len(toks), c.MaxSeqLen)
+		}
+		for i, id := range toks {
+			if id < 0 || id >= c.VocabSize {
+				return nil, fmt.Errorf("%w: sequence %d token %d is id %d (vocabulary %d)", ErrInput, s, i, id, c.VocabSize)
+			}
+			p.pos = append(p.pos, i)
+		}
+		p.offs[s+1] = p.offs[s] + len(toks)
+	}
+	p.N = p.offs[len(seqs)]
+	if opt.Keep && p.lora != nil && p.lora.Dropout > 0 {
+		p.rng = rand.New(rand.NewSource(opt.DropoutSeed))
+	}
+	x := p.embed()
+	if err := p.run(ctx, x); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Pass) embed() []float32 {
+	D := p.w.Cfg.Dim
+	x := p.opt.Arena.alloc(p.N * D)
+	t := 0
+	for _, toks := range p.seqs {
+		for _, id := range toks {
+			copy(x[t*D:t*D+D], p.w.Embed[id*D:id*D+D])
+			t++
+		}
+	}
+	return x
+}
+
+// run applies the blocks and the final norm to the embedded rows x.
+func (p *Pass) run(ctx context.Context, x []float32) error {
+	c := p.w.Cfg
+	p.scratch = make([][]float32, maxWorkers())
+	var shared *layerCache
+	for l := 0; l < c.Layers; l++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lc := shared
+		if lc == nil || p.opt.Keep {
+			lc = p.newLayerCache()
+			if !p.opt.Keep {
+				shared = lc
+			}
+		}
+		if p.opt.Keep {
+			p.layers = append(p.layers, lc)
+		}
+		x = p.block(l, lc, x)
+	}
+	p.xOut = x
+	p.rf = p.opt.Arena.alloc(p.N)
+	p.hf = p.opt.Arena.alloc(p.N * c.Dim)
+	rmsNorm(p.hf, x, p.w.FinalNorm, p.rf, c.Dim, c.NormEps)
+	return nil
+}
+
+func (p *Pass) newLayerCache() *layerCache {
+	c, N, ar := p.w.Cfg, p.N, p.opt.Arena
+	lc := &layerCache{h1: ar.alloc(N * c.Dim), q: ar.alloc(N * c.QDim()), k: ar.alloc(N * c.KVDim()),
+		v: ar.alloc(N * c.KVDim()), att: ar.alloc(N * c.QDim()), h2: ar.alloc(N * c.Dim),
+		g: ar.alloc(N * c.Hidden), u: ar.alloc(N * c.Hidden), a: ar.alloc(N * c.Hidden),
+		r1: ar.alloc(N), r2: ar.alloc(N)}
+	if p.lora != nil {
+		for m := 0; m < NumModules; m++ {
+			if p.lora.Targets[m] {
+				lc.lu[m] = ar.alloc(N * p.lora.Rank)
+			}
+		}
+	}
+	return lc
+}
+
+// block runs one decoder layer on x and returns its output (a new buffer when activations are kept,
+// otherwise x updated in place).
+func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
+	c := p.w.Cfg
+	ly := &p.w.Layers[l]
+	rmsNorm(lc.h1, x, ly.AttnNorm, lc.r1, c.Dim, c.NormEps)
+	p.linear(l, ModQ, lc, lc.h1, lc.q, 0)
+	p.linear(l, ModK, lc, lc.h1, lc.k, 0)
+	p.linear(l, ModV, lc, lc.h1, lc.v, 0)
+	for t := 0; t < p.N; t++ {
+		p.w.rope.apply(lc.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, p.pos[t], false)
+		p.w.rope.apply(lc.k[t*c.KVDim():(t+1)*c.KVDim()], c.KVHeads, p.pos[t], false)
+	}
+	if p.opt.OnKV != nil {
+		p.opt.OnKV(l, lc.k, lc.v)
+	}
+	if p.decode != nil {
+		p.attendCache(l, lc)
+	} else {
+		p.attention(lc)
+	}
+	x2, out := x, x
+	if p.opt.Keep {
+		lc.x = x
+		x2 = p.opt.Arena.alloc(len(x))
+		copy(x2, x)
+	}
+	p.linear(l, ModO, lc, lc.att, x2, 1)
+	lc.x2 = x2
+	rmsNorm(lc.h2, x2, ly.MLPNorm, lc.r2, c.Dim, c.NormEps)
+	p.linear(l, ModGate, lc, lc.h2, lc.g, 0)
+	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
+	swiglu(lc.a, lc.g, lc.u)
+	if p.opt.Keep {
+		out = p.opt.Arena.alloc(len(x))
+		copy(out, x2)
+	}
+	p.linear(l, ModDown, lc, lc.a, out, 1)
+	return out
+}
+
+// linear computes y = beta·y + x·Wᵀ (+ the LoRA term) for projection m of layer l over all N rows.
+func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
+	out, in := p.w.Cfg.Shape(m)
+	N := p.N
+	linalg.Sgemm(false, true, N, out, in, 1, x, in, p.w.Layers[l].W[m], in, beta, y, out)
+	p.FlopsFwd += int64(2 * N * out * in)
+	if p.lora == nil || !p.lora.Targets[m] {
+		return
+	}
+	r := p.lora.Rank
+	xd := x
+	if p.rng != nil {
+		keep := 1 - p.lora.Dropout
+		lc.mask[m] = p.opt.Arena.alloc(N * in)
+		lc.xd[m] = p.opt.Arena.alloc(N * in)
+		for i := range x {
+			if p.rng.Float32() < keep {
+				lc.mask[m][i] = 1 / keep
+				lc.xd[m][i] = x[i] / keep
+			}
+		}
+		xd = lc.xd[m]
+	}
+	u := lc.lu[m]
+	linalg.Sgemm(false, true, N, r, in, 1, xd, in, p.lora.A[l][m], in, 0, u, r)
+	linalg.Sgemm(false, true, N, out, r, p.lora.Scale(), u, r, p.lora.B[l][m], r, 1, y, out)
+	p.FlopsFwd += int64(2*N*r*in + 2*N*out*r)
+}
+
+// attention computes softmax(q·kᵀ/√d + causal mask)·v per sequence and head into lc.att.
+func (p *Pass) attention(lc *layerCache) {
+	c := p.w.Cfg
+	S := len(p.seqs)
+	if p.opt.Keep {
+		lc.probs = make([][]float32, S*c.Heads)
+	}
+	group := c.Heads / c.KVHeads
+	parallel(S*c.KVHeads, func(wk, i int) {
+		s, kvh := i/c.KVHeads, i%c.KVHeads
+		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+		for h := kvh * group; h < (kvh+1)*group; h++ {
+			var P []float32
+			if p.opt.Keep {
+				P = make([]float32, T*T)
+				lc.probs[s*c.Heads+h] = P
+			} else {
+				P = p.workerScratch(wk, T*T)
+			}
+			q := lc.q[base*c.QDim()+h*c.HeadDim:]
+			k := lc.k[base*c.KVDim()+kvh*c.HeadDim:]
+			v := lc.v[base*c.KVDim()+kvh*c.HeadDim:]
+			scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+			linalg.Sgemm(false, true, T, T, c.HeadDim, scale, q, c.QDim(), k, c.KVDim(), 0, P, T)
+			for r := 0; r < T; r++ {
+				softmaxCausalRow(P[r*T:(r+1)*T], r)
+			}
+			linalg.Sgemm(false, false, T, c.HeadDim, T, 1, P, T, v, c.KVDim(), 0,
+				lc.att[base*c.QDim()+h*c.HeadDim:], c.QDim())
+		}
+	})
+	for s := 0; s < S; s++ {
+		T := int64(p.offs[s+1] - p.offs[s])
+		p.FlopsFwd += 4 * T * T * int64(c.HeadDim*c.Heads)
+	}
+}
+
+func (p *Pass) workerScratch(wk, n int) []float32 {
+	if cap(p.scratch[wk]) < n {
+		p.scratch[wk] = make([]float32, n)
+	}
+	return p.scratch[wk][:n]
+}
+
+// Rows is the number of token rows in the pass.
+func (p *Pass) Rows() int { return p.N }
+
+// Offsets returns the first row of every sequence (and the total row count last).
+func (p *Pass) Offsets() []int { return p.offs }
+
+// Logits returns [len(rows) × vocab] logits for the given rows.
+func (p *Pass) Logits(rows []int) []float32 {
+	c := p.w.Cfg
+	h := p.gather(rows)
+	out := make([]float32, len(rows)*c.VocabSize)
+	linalg.Sgemm(false, true, len(rows), c.VocabSize, c.Dim, 1, h, c.Dim, p.w.Output, c.Dim, 0, out, c.VocabSize)
+	p.FlopsFwd += int64(2 * len(rows) * c.VocabSize * c.Dim)
+	return out
+}
+
+func (p *Pass) gather(rows []int) []float32 {
+	D := p.w.Cfg.Dim
+	h := make([]float32, len(rows)*D)
+	for i, r := range rows {
+		copy(h[i*D:(i+1)*D], p.hf[r*D:(r+1)*D])
+	}
+	return h
+}

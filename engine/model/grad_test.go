@@ -1,0 +1,163 @@
+package model
+
+import (
+	"context"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+func tinyConfig() Config {
+	return Config{VocabSize: 23, Dim: 16, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 4, Hidden: 24,
+		MaxSeqLen: 16, RopeTheta: 10000, NormEps: 1e-5, TiedEmbeddings: false}
+}
+
+// randomModel returns weights with large enough random values that every path carries gradient.
+func randomModel(t *testing.T, cfg Config, seed int64) *Weights {
+	w, err := NewWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	for _, ts := range w.Tensors() {
+		for i := range ts.Data {
+			ts.Data[i] = float32(rng.NormFloat64() * 0.4)
+		}
+	}
+	for _, ly := range w.Layers { // norm gains around 1
+		for i := range ly.AttnNorm {
+			ly.AttnNorm[i] += 1
+			ly.MLPNorm[i] += 1
+		}
+	}
+	return w
+}
+
+var testSeqs = [][]int{{1, 5, 7, 2, 9, 11, 3}, {4, 4, 8, 19, 22}, {6, 0, 13}}
+
+// ceLoss is the mean cross-entropy of predicting every next token, in float64; it returns dLogits too.
+func ceLoss(t *testing.T, w *Weights, lora *LoRA, g Grads) float64 {
+	t.Helper()
+	p, err := w.Forward(context.Background(), testSeqs, PassOptions{LoRA: lora, Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, targets []int
+	for s, toks := range testSeqs {
+		for i := 0; i+1 < len(toks); i++ {
+			rows = append(rows, p.Offsets()[s]+i)
+			targets = append(targets, toks[i+1])
+		}
+	}
+	V := w.Cfg.VocabSize
+	logits := p.Logits(rows)
+	dl := make([]float32, len(logits))
+	var loss float64
+	for i, tg := range targets {
+		row := logits[i*V : (i+1)*V]
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		var sum float64
+		for _, v := range row {
+			sum += math.Exp(float64(v) - mx)
+		}
+		loss += -(float64(row[tg]) - mx - math.Log(sum))
+		for j, v := range row {
+			pj := math.Exp(float64(v)-mx) / sum
+			if j == tg {
+				pj--
+			}
+			dl[i*V+j] = float32(pj / float64(len(targets)))
+		}
+	}
+	if g.W != nil || g.L != nil {
+		if err := p.Backward(context.Background(), rows, dl, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return loss / float64(len(targets))
+}
+
+// checkDirectional compares the analytic gradient with a central finite difference along random
+// directions of one tensor; averaging over a whole direction keeps float32 rounding noise small.
+func checkDirectional(t *testing.T, name string, param, grad []float32, loss func() float64) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(int64(len(name))))
+	for trial := 0; trial < 3; trial++ {
+		dir := make([]float64, len(param))
+		var analytic float64
+		for i := range dir {
+			dir[i] = rng.NormFloat64()
+			analytic += dir[i] * float64(grad[i])
+		}
+		orig := append([]float32(nil), param...)
+		const eps = 1e-3
+		set := func(sign float64) {
+			for i := range param {
+				param[i] = orig[i] + float32(sign*eps*dir[i])
+			}
+		}
+		set(1)
+		lp := loss()
+		set(-1)
+		lm := loss()
+		copy(param, orig)
+		numeric := (lp - lm) / (2 * eps)
+		tol := 2e-3 + 2e-2*math.Abs(numeric)
+		if math.Abs(numeric-analytic) > tol {
+			t.Errorf("%s trial %d: analytic %.6g numeric %.6g", name, trial, analytic, numeric)
+		}
+	}
+}
+
+func TestFullGradients(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		cfg := tinyConfig()
+		cfg.TiedEmbeddings = tied
+		w := randomModel(t, cfg, 1)
+		g := w.Clone()
+		for _, ts := range g.Tensors() {
+			clear(ts.Data)
+		}
+		ceLoss(t, w, nil, Grads{W: g})
+		gt := g.Tensors()
+		for i, ts := range w.Tensors() {
+			checkDirectional(t, ts.Name, ts.Data, gt[i].Data, func() float64 { return ceLoss(t, w, nil, Grads{}) })
+		}
+	}
+}
+
+func TestLoRAGradients(t *testing.T) {
+	cfg := tinyConfig()
+	w := randomModel(t, cfg, 2)
+	all := [NumModules]bool{true, true, true, true, true, true, true}
+	for _, dropout := range []float32{0, 0.3} {
+		lora, err := NewLoRA(cfg, 3, 6, dropout, all, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(4))
+		for _, ts := range lora.Tensors(cfg) { // non-zero B so A receives gradient
+			for i := range ts.Data {
+				ts.Data[i] = float32(rng.NormFloat64() * 0.3)
+			}
+		}
+		gl := lora.ZeroLike()
+		before := w.Clone()
+		ceLoss(t, w, lora, Grads{L: gl})
+		gt := gl.Tensors(cfg)
+		for i, ts := range lora.Tensors(cfg) {
+			checkDirectional(t, ts.Name, ts.Data, gt[i].Data, func() float64 { return ceLoss(t, w, lora, Grads{}) })
+		}
+		bt := before.Tensors()
+		for i, ts := range w.Tensors() {
+			for j := range ts.Data {
+				if math.Float32bits(ts.Data[j]) != math.Float32bits(bt[i].Data[j]) {
+					t.Fatalf("base tensor %s changed", ts.Name)
+				}
+			}
+		}
+	}
+}
