@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trainyard/trainyard"
+)
+
+const eventColumns = `id, job_id, seq, type, data, created_at`
+
+func scanEvent(row pgx.Row) (*trainyard.Event, error) {
+	e := &trainyard.Event{}
+	err := row.Scan(&e.ID, &e.JobID, &e.Seq, &e.Type, &e.Data, &e.CreatedAt)
+	return e, err
+}
+
+func scanEventRow(row pgx.CollectableRow) (*trainyard.Event, error) { return scanEvent(row) }
+
+// AppendEvent writes e (filling ID unless set, and CreatedAt) and returns
+// the stored event. Writing the same (job, seq) again is a no-op that returns
+// the event stored first, whatever id or data the retry carries, so retried
+// activities never duplicate events. A second terminal event
+// (training_ended or training_failed) for a job is ECONFLICT; a missing job
+// is ENOTFOUND.
+func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.Event, error) {
+	jid, err := parseID("job", e.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if e.Seq < 1 {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "event sequence number must be at least 1, got %d", e.Seq)
+	}
+	if e.Type == "" {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "event type must not be empty")
+	}
+	id, err := idOrNew("event", e.ID)
+	if err != nil {
+		return nil, err
+	}
+	data := []byte("{}")
+	if e.Data != nil {
+		if data, err = json.Marshal(e.Data); err != nil {
+			return nil, trainyard.WrapError(trainyard.EINVALID, err, "event data of job %s is not JSON-encodable", e.JobID)
+		}
+	}
+	// The conflict target is (job_id, seq) only: a retried write lands on
+	// DO NOTHING, while a new sequence number carrying a second terminal
+	// event still violates events_terminal_idx.
+	stored, err := scanEvent(db.pool.QueryRow(ctx, `
+		INSERT INTO events (id, job_id, seq, type, data) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (job_id, seq) DO NOTHING
+		RETURNING `+eventColumns,
+		id, jid, e.Seq, e.Type, data))
+	if errors.Is(err, pgx.ErrNoRows) {
+		stored, err = scanEvent(db.pool.QueryRow(ctx,
+			`SELECT `+eventColumns+` FROM events WHERE job_id = $1 AND seq = $2`, jid, e.Seq))
+	}
+	if violates(err, "events_terminal_idx") {
+		return nil, trainyard.WrapError(trainyard.ECONFLICT, err, "job %s already has a terminal event", e.JobID)
+	}
+	if err != nil {
+		return nil, translate(err, "event %d of job %s", e.Seq, e.JobID)
+	}
+	return stored, nil
+}
+
+// ListEvents pages through a job's events by Seq, oldest first unless
+// opts.Order is desc. opts.After is an event id of this job (exclusive); any
+// other id is EINVALID.
+func (db *DB) ListEvents(ctx context.Context, jobID string, opts trainyard.ListOptions) (*trainyard.Page[*trainyard.Event], error) {
+	jid, err := parseID("job", jobID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pageOf(opts, false)
+	if err != nil {
+		return nil, err
+	}
+	var after *int
+	if opts.After != "" {
+		seq, err := cursorKey(ctx, db, `SELECT seq FROM events WHERE id = $1 AND job_id = $2`, opts.After, jid, "event of this job")
+		if err != nil {
+			return nil, err
+		}
+		after = &seq
+	}
+	q := `SELECT ` + eventColumns + ` FROM events
+		WHERE job_id = $1 AND ($2::integer IS NULL OR seq > $2) ORDER BY seq ASC LIMIT $3`
+	if p.desc {
+		q = `SELECT ` + eventColumns + ` FROM events
+		WHERE job_id = $1 AND ($2::integer IS NULL OR seq < $2) ORDER BY seq DESC LIMIT $3`
+	}
+	rows, err := db.pool.Query(ctx, q, jid, after, p.limit+1)
+	if err != nil {
+		return nil, translate(err, "events of job %s", jobID)
+	}
+	items, err := pgx.CollectRows(rows, scanEventRow)
+	if err != nil {
+		return nil, translate(err, "events of job %s", jobID)
+	}
+	return page(items, p.limit), nil
+}
+
+// LastEvent returns the job's event with the highest Seq, or ENOTFOUND when
+// it has none.
+func (db *DB) LastEvent(ctx context.Context, jobID string) (*trainyard.Event, error) {
+	jid, err := parseID("job", jobID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := scanEvent(db.pool.QueryRow(ctx,
+		`SELECT `+eventColumns+` FROM events WHERE job_id = $1 ORDER BY seq DESC LIMIT 1`, jid))
+	if err != nil {
+		return nil, translate(err, "event of job %s", jobID)
+	}
+	return e, nil
+}
