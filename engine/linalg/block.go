@@ -57,6 +57,9 @@ func split(total, limit, align int) int {
 // microkernel over it. C is scaled by beta in the first k block only.
 func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
 	if k == 0 || alpha == 0 {
 		scaleMatrix(m, n, beta, c, ldc)
 		return

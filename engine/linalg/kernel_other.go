@@ -4,3 +4,6 @@ package linalg
 
 // simdKernels lists the assembly kernels this CPU can run: none outside amd64.
 func simdKernels() []*microKernel { return nil }
+
+// useSIMDVectors keeps the generic vector primitives outside amd64.
+func useSIMDVectors() {}

@@ -1,0 +1,40 @@
+package linalg
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func dotAVX2(x, y *float32, n int) float32
+
+//go:noescape
+func axpyAVX2(alpha float32, x, y *float32, n int)
+
+//go:noescape
+func scaleAVX2(alpha float32, x *float32, n int)
+
+// useSIMDVectors switches the vector primitives to their AVX2+FMA versions when the CPU has them. The
+// wrappers check nothing: the exported functions have already matched the lengths.
+func useSIMDVectors() {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+		return
+	}
+	dot = func(x, y []float32) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		_ = y[len(x)-1]
+		return dotAVX2(&x[0], &y[0], len(x))
+	}
+	axpy = func(alpha float32, x, y []float32) {
+		if len(x) == 0 {
+			return
+		}
+		_ = y[len(x)-1]
+		axpyAVX2(alpha, &x[0], &y[0], len(x))
+	}
+	scale = func(alpha float32, x []float32) {
+		if len(x) == 0 {
+			return
+		}
+		scaleAVX2(alpha, &x[0], len(x))
+	}
+}

@@ -1,0 +1,75 @@
+package linalg
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// vectorLengths covers the empty vector, every tail length of the 8- and 32-wide loops and a long vector.
+func vectorLengths() []int {
+	var ls []int
+	for n := 0; n <= 70; n++ {
+		ls = append(ls, n)
+	}
+	return append(ls, 1000, 4099)
+}
+
+func TestDot(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range vectorLengths() {
+		x, y := randSlice(rng, n), randSlice(rng, n)
+		var want float64
+		for i := range x {
+			want += float64(x[i]) * float64(y[i])
+		}
+		tol := 1e-6 * float64(n+1)
+		for name, f := range map[string]func(x, y []float32) float32{"Dot": Dot, "generic": dotGeneric} {
+			if got := f(x, y); math.Abs(float64(got)-want) > tol {
+				t.Fatalf("%s n=%d: got %v, want %v", name, n, got, want)
+			}
+		}
+	}
+}
+
+func TestAxpyScale(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range vectorLengths() {
+		x, y := randSlice(rng, n+1), randSlice(rng, n+1)
+		const alpha = float32(-0.75)
+		got := append([]float32(nil), y...)
+		Axpy(alpha, x[:n], got[:n])
+		scaled := append([]float32(nil), y...)
+		Scale(alpha, scaled[:n])
+		for i := 0; i < n; i++ {
+			if want := float64(y[i]) + float64(alpha)*float64(x[i]); math.Abs(float64(got[i])-want) > 1e-6 {
+				t.Fatalf("Axpy n=%d: y[%d] = %v, want %v", n, i, got[i], want)
+			}
+			if want := alpha * y[i]; scaled[i] != want {
+				t.Fatalf("Scale n=%d: x[%d] = %v, want %v", n, i, scaled[i], want)
+			}
+		}
+		if got[n] != y[n] || scaled[n] != y[n] {
+			t.Fatalf("n=%d: element past the slice was written", n)
+		}
+	}
+}
+
+func TestVectorLengthMismatchPanics(t *testing.T) {
+	t.Parallel()
+	for name, f := range map[string]func(){
+		"Dot":  func() { Dot(make([]float32, 3), make([]float32, 4)) },
+		"Axpy": func() { Axpy(1, make([]float32, 3), make([]float32, 2)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s with mismatched lengths did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
