@@ -11,6 +11,13 @@ type Arena struct {
 
 // alloc returns a zeroed buffer of n floats.
 func (a *Arena) alloc(n int) []float32 {
+	b := a.dirty(n)
+	clear(b)
+	return b
+}
+
+// dirty returns a buffer of n floats with arbitrary contents, for outputs that are fully overwritten.
+func (a *Arena) dirty(n int) []float32 {
 	if a == nil {
 		return make([]float32, n)
 	}
@@ -21,7 +28,6 @@ func (a *Arena) alloc(n int) []float32 {
 	}
 	b := a.slab[a.off : a.off+n : a.off+n]
 	a.off += n
-	clear(b)
 	return b
 }
 

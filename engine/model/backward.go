@@ -23,7 +23,7 @@ func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Gr
 	}
 	c, ar := p.w.Cfg, p.opt.Arena
 	R, D, V := len(rows), c.Dim, c.VocabSize
-	dh := ar.alloc(R * D)
+	dh := ar.dirty(R * D)
 	linalg.Sgemm(false, false, R, D, V, 1, dLogits, V, p.w.Output, D, 0, dh, D)
 	p.FlopsBwd += int64(2 * R * D * V)
 	if g.W != nil {
@@ -71,24 +71,24 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		gl = &g.W.Layers[l]
 	}
 	// MLP: out = x2 + down(silu(gate(h2))·up(h2)), h2 = norm(x2).
-	da := ar.alloc(N * c.Hidden)
+	da := ar.dirty(N * c.Hidden)
 	p.linearBack(l, ModDown, lc, lc.a, dx, da, 0, g, true)
-	dg, du := ar.alloc(N*c.Hidden), ar.alloc(N*c.Hidden)
+	dg, du := ar.dirty(N*c.Hidden), ar.dirty(N*c.Hidden)
 	swigluBack(dg, du, da, lc.g, lc.u)
-	dh2 := ar.alloc(N * c.Dim)
+	dh2 := ar.dirty(N * c.Dim)
 	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
 	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
 	rmsNormBack(dx, normGrad(gl, false), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim)
 	// Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = norm(x).
-	datt := ar.alloc(N * c.QDim())
+	datt := ar.dirty(N * c.QDim())
 	p.linearBack(l, ModO, lc, lc.att, dx, datt, 0, g, true)
-	dq, dk, dv := ar.alloc(N*c.QDim()), ar.alloc(N*c.KVDim()), ar.alloc(N*c.KVDim())
+	dq, dk, dv := ar.dirty(N*c.QDim()), ar.alloc(N*c.KVDim()), ar.alloc(N*c.KVDim())
 	p.attentionBack(lc, datt, dq, dk, dv)
 	for t := 0; t < N; t++ {
 		p.w.rope.apply(dq[t*c.QDim():(t+1)*c.QDim()], c.Heads, p.pos[t], true)
 		p.w.rope.apply(dk[t*c.KVDim():(t+1)*c.KVDim()], c.KVHeads, p.pos[t], true)
 	}
-	dh1 := ar.alloc(N * c.Dim)
+	dh1 := ar.dirty(N * c.Dim)
 	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
 	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
 	p.linearBack(l, ModV, lc, lc.h1, dv, dh1, 1, g, needDX)
@@ -131,7 +131,7 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	if g.L != nil {
 		linalg.Sgemm(true, false, out, r, N, s, dy, out, lc.lu[m], r, 1, g.L.B[l][m], r)
 	}
-	du := p.opt.Arena.alloc(N * r)
+	du := p.opt.Arena.dirty(N * r)
 	linalg.Sgemm(false, false, N, r, out, s, dy, out, p.lora.B[l][m], r, 0, du, r)
 	if g.L != nil {
 		linalg.Sgemm(true, false, r, in, N, 1, du, r, xd, in, 1, g.L.A[l][m], in)
@@ -144,7 +144,7 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 		linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 1, dx, in)
 		return
 	}
-	tmp := p.opt.Arena.alloc(N * in)
+	tmp := p.opt.Arena.dirty(N * in)
 	linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 0, tmp, in)
 	for i, v := range tmp {
 		dx[i] += v * lc.mask[m][i]

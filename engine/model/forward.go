@@ -81,7 +81,7 @@ func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*
 
 func (p *Pass) embed() []float32 {
 	D := p.w.Cfg.Dim
-	x := p.opt.Arena.alloc(p.N * D)
+	x := p.opt.Arena.dirty(p.N * D)
 	t := 0
 	for _, toks := range p.seqs {
 		for _, id := range toks {
@@ -114,22 +114,22 @@ func (p *Pass) run(ctx context.Context, x []float32) error {
 		x = p.block(l, lc, x)
 	}
 	p.xOut = x
-	p.rf = p.opt.Arena.alloc(p.N)
-	p.hf = p.opt.Arena.alloc(p.N * c.Dim)
+	p.rf = p.opt.Arena.dirty(p.N)
+	p.hf = p.opt.Arena.dirty(p.N * c.Dim)
 	rmsNorm(p.hf, x, p.w.FinalNorm, p.rf, c.Dim, c.NormEps)
 	return nil
 }
 
 func (p *Pass) newLayerCache() *layerCache {
 	c, N, ar := p.w.Cfg, p.N, p.opt.Arena
-	lc := &layerCache{h1: ar.alloc(N * c.Dim), q: ar.alloc(N * c.QDim()), k: ar.alloc(N * c.KVDim()),
-		v: ar.alloc(N * c.KVDim()), att: ar.alloc(N * c.QDim()), h2: ar.alloc(N * c.Dim),
-		g: ar.alloc(N * c.Hidden), u: ar.alloc(N * c.Hidden), a: ar.alloc(N * c.Hidden),
-		r1: ar.alloc(N), r2: ar.alloc(N)}
+	lc := &layerCache{h1: ar.dirty(N * c.Dim), q: ar.dirty(N * c.QDim()), k: ar.dirty(N * c.KVDim()),
+		v: ar.dirty(N * c.KVDim()), att: ar.dirty(N * c.QDim()), h2: ar.dirty(N * c.Dim),
+		g: ar.dirty(N * c.Hidden), u: ar.dirty(N * c.Hidden), a: ar.dirty(N * c.Hidden),
+		r1: ar.dirty(N), r2: ar.dirty(N)}
 	if p.lora != nil {
 		for m := 0; m < NumModules; m++ {
 			if p.lora.Targets[m] {
-				lc.lu[m] = ar.alloc(N * p.lora.Rank)
+				lc.lu[m] = ar.dirty(N * p.lora.Rank)
 			}
 		}
 	}
@@ -160,7 +160,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	x2, out := x, x
 	if p.opt.Keep {
 		lc.x = x
-		x2 = p.opt.Arena.alloc(len(x))
+		x2 = p.opt.Arena.dirty(len(x))
 		copy(x2, x)
 	}
 	p.linear(l, ModO, lc, lc.att, x2, 1)
@@ -170,7 +170,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
 	swiglu(lc.a, lc.g, lc.u)
 	if p.opt.Keep {
-		out = p.opt.Arena.alloc(len(x))
+		out = p.opt.Arena.dirty(len(x))
 		copy(out, x2)
 	}
 	p.linear(l, ModDown, lc, lc.a, out, 1)

@@ -79,7 +79,7 @@ func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int) {
 	}
 }
 
-func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
 
 // swiglu writes a = silu(g)·u.
 func swiglu(a, g, u []float32) {
@@ -105,7 +105,7 @@ func softmaxCausalRow(row []float32, i int) {
 	}
 	var sum float32
 	for j := 0; j <= i; j++ {
-		e := float32(math.Exp(float64(row[j] - mx)))
+		e := expf(row[j] - mx)
 		row[j] = e
 		sum += e
 	}

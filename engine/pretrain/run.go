@@ -1,0 +1,205 @@
+// Package pretrain pretrains the built-in base model trainyard/tiny-chat from scratch: a deterministic
+// generator mixes synthetic chat tasks (arithmetic, instruction following, tool calls, small talk) with
+// fortunes from Debian's fortunes packages, and full-parameter AdamW with a warmup + cosine schedule trains
+// a small Llama on it. Same Options → same weights (the data, initialisation and kernels are deterministic).
+package pretrain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/trainyard/trainyard/engine/chat"
+	"github.com/trainyard/trainyard/engine/model"
+	"github.com/trainyard/trainyard/engine/safetensors"
+	"github.com/trainyard/trainyard/engine/tokenizer"
+	"github.com/trainyard/trainyard/engine/train"
+)
+
+// Options configure a pretraining run. Zero fields take the defaults of DefaultOptions.
+type Options struct {
+	OutDir      string       // where model.safetensors and config.json go
+	Config      model.Config // architecture
+	Steps       int
+	BatchTokens int // tokens per optimizer step
+	MaxSeqLen   int // examples are cut to this many tokens
+	Seed        int64
+	PeakLR      float32
+	WarmupSteps int
+	SaveEvery   int    // also write the weights every this many steps (0 = only at the end)
+	FortuneDir  string // Debian's fortunes (apt-get install fortunes fortunes-min)
+	Log         io.Writer
+}
+
+// TinyChatConfig is the architecture of trainyard/tiny-chat.
+func TinyChatConfig() model.Config {
+	return model.Config{VocabSize: tokenizer.VocabSize, Dim: 256, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 64,
+		Hidden: 704, MaxSeqLen: 1024, RopeTheta: 10000, NormEps: 1e-5, TiedEmbeddings: true}
+}
+
+// DefaultOptions is the recipe of the committed tiny-chat weights.
+func DefaultOptions() Options {
+	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), Steps: 500, BatchTokens: 4096,
+		MaxSeqLen: 384, Seed: 1, PeakLR: 2e-3, WarmupSteps: 30, SaveEvery: 50,
+		FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
+}
+
+func (o *Options) fill() {
+	d := DefaultOptions()
+	if o.OutDir == "" {
+		o.OutDir = d.OutDir
+	}
+	if o.Config.VocabSize == 0 {
+		o.Config = d.Config
+	}
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&o.Steps, d.Steps}, {&o.BatchTokens, d.BatchTokens},
+		{&o.MaxSeqLen, d.MaxSeqLen}, {&o.WarmupSteps, d.WarmupSteps}} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	if o.PeakLR == 0 {
+		o.PeakLR = d.PeakLR
+	}
+	if o.FortuneDir == "" {
+		o.FortuneDir = d.FortuneDir
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// lr is linear warmup to the peak, then cosine decay to a tenth of it.
+func (o *Options) lr(step int) float32 {
+	if step < o.WarmupSteps {
+		return o.PeakLR * float32(step+1) / float32(o.WarmupSteps)
+	}
+	frac := float64(step-o.WarmupSteps) / float64(max(1, o.Steps-o.WarmupSteps))
+	return o.PeakLR * float32(0.1+0.9*0.5*(1+math.Cos(math.Pi*frac)))
+}
+
+// Run pretrains and writes OutDir/model.safetensors and OutDir/config.json.
+func Run(ctx context.Context, o Options) error {
+	o.fill()
+	tok := tokenizer.New()
+	fortunes := loadFortunes(o.FortuneDir, 200)
+	fmt.Fprintf(o.Log, "pretrain: %d fortunes from %s, %d parameters, %d steps of %d tokens\n",
+		len(fortunes), o.FortuneDir, o.Config.NumParams(), o.Steps, o.BatchTokens)
+	if len(fortunes) == 0 {
+		fortunes = fallbackFortunes
+	}
+	gen := &generator{r: newRand(o.Seed), tok: tok, tmpl: chat.NewTemplate(tok), fortunes: fortunes, maxLen: o.MaxSeqLen}
+	w, err := model.NewWeights(o.Config)
+	if err != nil {
+		return err
+	}
+	w.Init(o.Seed)
+	grads := w.Clone()
+	params, gradList := tensorData(w), tensorData(grads)
+	opt := train.NewAdamState(params)
+	arena := &model.Arena{}
+	start := time.Now()
+	for step := 0; step < o.Steps; step++ {
+		batch := gen.batch(o.BatchTokens)
+		for _, g := range gradList {
+			clear(g)
+		}
+		loss, err := lmStep(ctx, w, grads, arena, batch)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		cfg := train.AdamW{LearningRate: o.lr(step), Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
+		norm, err := opt.Update(params, gradList, cfg)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		if step%10 == 0 || step == o.Steps-1 {
+			fmt.Fprintf(o.Log, "step %d loss %.4f grad_norm %.3f lr %.2e elapsed %s\n", step, loss, norm,
+				cfg.LearningRate, time.Since(start).Round(time.Second))
+		}
+		if o.SaveEvery > 0 && (step+1)%o.SaveEvery == 0 {
+			if err := Save(o.OutDir, w); err != nil {
+				return err
+			}
+		}
+	}
+	return Save(o.OutDir, w)
+}
+
+// lmStep adds the gradient of the weighted next-token cross-entropy of batch to grads and returns the loss.
+func lmStep(ctx context.Context, w, grads *model.Weights, arena *model.Arena, batch []example) (float64, error) {
+	arena.Reset()
+	seqs := make([][]int, len(batch))
+	for i, ex := range batch {
+		seqs[i] = ex.tokens
+	}
+	p, err := w.Forward(ctx, seqs, model.PassOptions{Keep: true, Arena: arena})
+	if err != nil {
+		return 0, err
+	}
+	var rows, targets []int
+	var coef []float64
+	var total float64
+	for s, ex := range batch {
+		for i := 1; i < len(ex.tokens); i++ {
+			rows = append(rows, p.Offsets()[s]+i-1)
+			targets = append(targets, ex.tokens[i])
+			coef = append(coef, float64(ex.weights[i]))
+			total += float64(ex.weights[i])
+		}
+	}
+	logits := p.Logits(rows)
+	st := train.Stats(logits, w.Cfg.VocabSize, targets)
+	var loss float64
+	for i := range coef {
+		coef[i] /= total
+		loss -= coef[i] * st.Logprob[i]
+		coef[i] = -coef[i] // d(−Σ c·logp)/dlogp
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return loss, train.ErrNonFinite
+	}
+	train.LogprobGrad(logits, w.Cfg.VocabSize, targets, coef)
+	return loss, p.Backward(ctx, rows, logits, model.Grads{W: grads})
+}
+
+func tensorData(w *model.Weights) [][]float32 {
+	var out [][]float32
+	for _, t := range w.Tensors() {
+		out = append(out, t.Data)
+	}
+	return out
+}
+
+// Save writes dir/model.safetensors (float32) and dir/config.json.
+func Save(dir string, w *model.Weights) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfgJSON, err := w.Cfg.HFConfigJSON()
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "model.safetensors.tmp"))
+	if err != nil {
+		return err
+	}
+	err = safetensors.Write(f, model.SafetensorsList(w.Tensors()), map[string]string{"format": "pt"}, "F32")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write weights: %w", err)
+	}
+	if err := os.Rename(filepath.Join(dir, "model.safetensors.tmp"), filepath.Join(dir, "model.safetensors")); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config.json"), cfgJSON, 0o644)
+}
