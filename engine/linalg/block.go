@@ -94,7 +94,11 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 				i0 := ip * mr
 				rows := min(mr, m-i0)
 				ap := buf.a[w]
-				packA(ap, a, lda, transA, i0, rows, p0, kcur, mr)
+				if kern.packA != nil {
+					kern.packA(ap, a, lda, transA, i0, rows, p0, kcur)
+				} else {
+					packA(ap, a, lda, transA, i0, rows, p0, kcur, mr)
+				}
 				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
 					jj := j0 + jp*nr
 					cols := min(nr, n-jj)

@@ -8,6 +8,8 @@ type microKernel struct {
 	// tile computes C = alpha*Ap·Bp + beta*C for one full mr×nr tile whose top-left element is c[0]; beta == 0
 	// overwrites C without reading it. ap holds kc groups of mr values, bp kc groups of nr values.
 	tile func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32)
+	// packA, when set, replaces the generic packA for this kernel's mr (the arguments are packA's but mr).
+	packA func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int)
 }
 
 // genericKernel is the portable 4×4 kernel: sixteen scalar accumulators are as many as the Go compiler keeps

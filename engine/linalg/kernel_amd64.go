@@ -9,6 +9,9 @@ import "golang.org/x/sys/cpu"
 func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
+func packA14AVX512(dst, src *float32, kc, rows, lda int, trans bool)
+
+//go:noescape
 func tile6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
 // avx512Kernel needs AVX-512F; 14×32 fills 28 of the 32 zmm registers with accumulators.
@@ -16,6 +19,15 @@ var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
 		_, _, _ = ap[14*kc-1], bp[32*kc-1], c[13*ldc+31]
 		tile14x32AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	},
+	packA: func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
+		_ = dst[14*kc-1]
+		first, last := i0*lda+p0, (i0+rows-1)*lda+p0+kc-1 // op(A)[i0, p0] and op(A)[i0+rows-1, p0+kc-1]
+		if transA {
+			first, last = p0*lda+i0, (p0+kc-1)*lda+i0+rows-1
+		}
+		_ = a[last]
+		packA14AVX512(&dst[0], &a[first], kc, rows, lda, transA)
 	}}
 
 // avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.

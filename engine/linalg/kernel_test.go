@@ -91,3 +91,29 @@ func TestSgemmLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestPackA checks each kernel's own A packing against the generic packA, for every edge row count.
+func TestPackA(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, kern := range allKernels() {
+		if kern.packA == nil {
+			continue
+		}
+		for rows := 1; rows <= kern.mr; rows++ {
+			for _, trans := range []bool{false, true} {
+				const i0, p0, kc, lda = 3, 5, 37, 61
+				a := randSlice(rng, 61*61)
+				want := make([]float32, kern.mr*kc)
+				got := randSlice(rng, kern.mr*kc)
+				packA(want, a, lda, trans, i0, rows, p0, kc, kern.mr)
+				kern.packA(got, a, lda, trans, i0, rows, p0, kc)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s rows=%d trans=%v: packed[%d] = %v, want %v", kern.name, rows, trans, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
