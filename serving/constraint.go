@@ -1,0 +1,44 @@
+package serving
+
+// constraint restricts the tokens of one completion to a grammar within a token budget: a token is allowed
+// only when the grammar accepts it and the shortest completion after it, plus the end-of-turn token, still
+// fits the budget. So a constrained completion always ends complete with finish_reason "stop" — a JSON
+// object always parses, a forced tool call is always well formed — as long as the budget covers the
+// grammar's shortest sentence, which Service.Start checks before sampling.
+type constraint struct {
+	g     grammar
+	left  int // tokens that may still be generated, end-of-turn included
+	stops map[int]bool
+}
+
+func newConstraint(g grammar, budget int, stops []int) *constraint {
+	c := &constraint{g: g, left: budget, stops: map[int]bool{}}
+	for _, id := range stops {
+		c.stops[id] = true
+	}
+	return c
+}
+
+// minBudget is the fewest tokens a completion of g needs, end-of-turn included.
+func minBudget(g grammar) int { return g.cost() + 1 }
+
+// allow sets mask[id] to whether token id may come next.
+func (c *constraint) allow(mask []bool) {
+	for id := range mask {
+		if c.stops[id] {
+			mask[id] = c.g.done()
+			continue
+		}
+		cost, ok := c.g.try(id)
+		// After this token, left-1 tokens remain: enough for the rest of the sentence and the end of turn.
+		mask[id] = ok && cost+1 <= c.left-1
+	}
+}
+
+// advance records that token id was sampled.
+func (c *constraint) advance(id int) {
+	if g, ok := c.g.next(id); ok {
+		c.g = g
+	}
+	c.left--
+}

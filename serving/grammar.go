@@ -1,0 +1,194 @@
+package serving
+
+import "strings"
+
+// grammar is a language over token ids, walked one token at a time. Implementations are small values:
+// next returns a new grammar and never changes the receiver, so a constraint can try every candidate token.
+type grammar interface {
+	// next returns the grammar after token id, or false when id cannot come next.
+	next(id int) (grammar, bool)
+	// try reports whether id may come next and the cost after it, without allocating: it runs for every
+	// token of the vocabulary at every sampling step.
+	try(id int) (cost int, ok bool)
+	// cost is the fewest tokens that reach a complete sentence from here.
+	cost() int
+	// done reports whether what was read so far is a complete sentence (the turn may end).
+	done() bool
+}
+
+// jsonGrammar is a JSON object in byte tokens (response_format json_object). Special tokens never occur
+// inside it.
+type jsonGrammar struct{ m jsonMachine }
+
+func (g jsonGrammar) next(id int) (grammar, bool) {
+	if id < 0 || id > 255 {
+		return g, false
+	}
+	m, ok := g.m.step(byte(id))
+	return jsonGrammar{m}, ok
+}
+
+func (g jsonGrammar) try(id int) (int, bool) {
+	if id < 0 || id > 255 {
+		return 0, false
+	}
+	m, ok := g.m.step(byte(id))
+	return m.cost(), ok
+}
+
+func (g jsonGrammar) cost() int  { return g.m.cost() }
+func (g jsonGrammar) done() bool { return g.m.done() }
+
+// toolCallGrammar forces the output to be one or more tool calls in the template's format:
+//
+//	<tool_call>{"name":"NAME","arguments":{...}}</tool_call>
+//
+// with NAME one of names (tool_choice "required", or a single name for a named tool_choice). Tool names
+// are validated by the API as [A-Za-z0-9_-]+, so they need no JSON escaping.
+type toolCallGrammar struct {
+	callStart, callEnd int
+	names              []string
+	multi              bool // further calls may follow a complete one (parallel_tool_calls)
+
+	phase toolPhase
+	lit   string // literal bytes still to write in phaseHead/phaseMid/phaseTail
+	name  string // name bytes written so far
+	args  jsonMachine
+}
+
+type toolPhase uint8
+
+const (
+	phaseOpen  toolPhase = iota // <tool_call> expected
+	phaseHead                   // writing {"name":"
+	phaseName                   // writing the name, ended by '"'
+	phaseMid                    // writing ,"arguments":
+	phaseArgs                   // the arguments object
+	phaseTail                   // writing }
+	phaseClose                  // </tool_call> expected
+	phaseDone                   // a call is complete
+)
+
+const (
+	toolHead = `{"name":"`
+	toolMid  = `,"arguments":`
+)
+
+// tailCost is what follows the arguments object: } and </tool_call>.
+const tailCost = 2
+
+func newToolCallGrammar(callStart, callEnd int, names []string, multi bool) toolCallGrammar {
+	return toolCallGrammar{callStart: callStart, callEnd: callEnd, names: names, multi: multi}
+}
+
+func (g toolCallGrammar) next(id int) (grammar, bool) {
+	return g.step(id)
+}
+
+func (g toolCallGrammar) try(id int) (int, bool) {
+	n, ok := g.step(id)
+	return n.cost(), ok
+}
+
+func (g toolCallGrammar) step(id int) (toolCallGrammar, bool) {
+	switch g.phase {
+	case phaseOpen, phaseDone:
+		if id != g.callStart || (g.phase == phaseDone && !g.multi) {
+			return g, false
+		}
+		g.phase, g.lit, g.name, g.args = phaseHead, toolHead, "", jsonMachine{}
+		return g, true
+	case phaseClose:
+		if id != g.callEnd {
+			return g, false
+		}
+		g.phase = phaseDone
+		return g, true
+	}
+	if id < 0 || id > 255 {
+		return g, false
+	}
+	b := byte(id)
+	switch g.phase {
+	case phaseHead, phaseMid, phaseTail:
+		if b != g.lit[0] {
+			return g, false
+		}
+		if g.lit = g.lit[1:]; g.lit == "" {
+			switch g.phase {
+			case phaseHead:
+				g.phase = phaseName
+			case phaseMid:
+				g.phase = phaseArgs
+			default:
+				g.phase = phaseClose
+			}
+		}
+		return g, true
+	case phaseName:
+		if b == '"' {
+			if !g.isName(g.name) {
+				return g, false
+			}
+			g.phase, g.lit = phaseMid, toolMid
+			return g, true
+		}
+		if g.shortestWithPrefix(g.name+string(b)) < 0 {
+			return g, false
+		}
+		g.name += string(b)
+		return g, true
+	}
+	m, ok := g.args.step(b) // phaseArgs
+	if !ok {
+		return g, false
+	}
+	g.args = m
+	if m.done() {
+		g.phase, g.lit = phaseTail, "}"
+	}
+	return g, true
+}
+
+func (g toolCallGrammar) cost() int {
+	afterName := 1 + len(toolMid) + 2 + tailCost // '"', ,"arguments":, {}, then the tail
+	switch g.phase {
+	case phaseOpen:
+		return 1 + len(toolHead) + g.shortestWithPrefix("") + afterName
+	case phaseHead:
+		return len(g.lit) + g.shortestWithPrefix("") + afterName
+	case phaseName:
+		return g.shortestWithPrefix(g.name) - len(g.name) + afterName
+	case phaseMid:
+		return len(g.lit) + 2 + tailCost
+	case phaseArgs:
+		return g.args.cost() + tailCost
+	case phaseTail:
+		return len(g.lit) + 1
+	case phaseClose:
+		return 1
+	}
+	return 0
+}
+
+func (g toolCallGrammar) done() bool { return g.phase == phaseDone }
+
+func (g toolCallGrammar) isName(s string) bool {
+	for _, n := range g.names {
+		if n == s {
+			return true
+		}
+	}
+	return false
+}
+
+// shortestWithPrefix returns the length of the shortest allowed name starting with p, or -1.
+func (g toolCallGrammar) shortestWithPrefix(p string) int {
+	best := -1
+	for _, n := range g.names {
+		if strings.HasPrefix(n, p) && (best < 0 || len(n) < best) {
+			best = len(n)
+		}
+	}
+	return best
+}

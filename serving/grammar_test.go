@@ -1,0 +1,84 @@
+package serving
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// Token ids of the tool-call delimiters in these tests; the real ones come from the engine's tokenizer.
+const testCallStart, testCallEnd = 259, 260
+
+// splitCalls checks the shape <tool_call>{json}</tool_call>... and returns the JSON bodies.
+func splitCalls(t *testing.T, ids []int) []string {
+	t.Helper()
+	var calls []string
+	for len(ids) > 0 {
+		if ids[0] != testCallStart {
+			t.Fatalf("call does not open with <tool_call>: %q", bytesOf(ids))
+		}
+		end := -1
+		for i, id := range ids {
+			if id == testCallEnd {
+				end = i
+				break
+			}
+		}
+		if end < 0 {
+			t.Fatalf("unterminated call: %q", bytesOf(ids))
+		}
+		calls = append(calls, bytesOf(ids[1:end]))
+		ids = ids[end+1:]
+	}
+	return calls
+}
+
+func TestToolCallConstraintProducesWellFormedCalls(t *testing.T) {
+	t.Parallel()
+	names := []string{"get_weather", "get", "search_web"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := newToolCallGrammar(testCallStart, testCallEnd, names, true)
+	need := minBudget(g)
+	if want := 1 + len(`{"name":"get","arguments":{}}`) + 1 + 1; need != want {
+		t.Fatalf("minBudget = %d, want %d", need, want)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 300; i++ {
+		out := randomWalk(t, g, need+rng.IntN(80), rng)
+		calls := splitCalls(t, out)
+		if len(calls) == 0 {
+			t.Fatal("no call produced")
+		}
+		for _, c := range calls {
+			var call struct {
+				Name      string         `json:"name"`
+				Arguments map[string]any `json:"arguments"`
+			}
+			dec := json.NewDecoder(strings.NewReader(c))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&call); err != nil || call.Arguments == nil {
+				t.Fatalf("call %q does not parse: %v", c, err)
+			}
+			if call.Name != "get_weather" && call.Name != "get" && call.Name != "search_web" {
+				t.Fatalf("call names %q, not an offered tool", call.Name)
+			}
+			seen[call.Name] = true
+		}
+	}
+	if len(seen) != len(names) {
+		t.Errorf("names used: %v, want all of %v", seen, names)
+	}
+}
+
+func TestNamedToolCallConstraintForcesTheName(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	g := newToolCallGrammar(testCallStart, testCallEnd, []string{"lookup"}, false)
+	for i := 0; i < 100; i++ {
+		calls := splitCalls(t, randomWalk(t, g, minBudget(g)+rng.IntN(40), rng))
+		if len(calls) != 1 || !strings.HasPrefix(calls[0], `{"name":"lookup","arguments":{`) {
+			t.Fatalf("calls = %q, want exactly one call of lookup", calls)
+		}
+	}
+}
