@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkGemv(b *testing.B) {
 func BenchmarkKernels(b *testing.B) {
 	sq := []gemmShape{trainingShapes[len(trainingShapes)-1]}
 	for _, kern := range allKernels() {
-		for _, w := range []int{1, threadsFor(1<<10, 1<<10, 1<<10)} {
+		for _, w := range []int{1, runtime.GOMAXPROCS(0)} {
 			b.Run(fmt.Sprintf("%s/threads=%d", kern.name, w), func(b *testing.B) { benchGemm(b, sq, packedWith(kern, w)) })
 		}
 	}

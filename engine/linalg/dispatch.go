@@ -28,6 +28,8 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 	case m*n*k < smallMACs:
 		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
-		sgemmPacked(kernel, threadsFor(m, n, k), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		workers, release := acquireWorkers(m, n, k)
+		defer release()
+		sgemmPacked(kernel, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }

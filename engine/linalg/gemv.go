@@ -46,7 +46,9 @@ const gemvChunk = 4096
 // gemvRows sets out[j*inc] = alpha*Dot(x, M[j, :len(x)]) + beta*out[j*inc] for the rows rows of M (stride ld).
 func gemvRows(mat []float32, ld, width int, x []float32, rows int, alpha, beta float32, out []float32, inc int) {
 	chunks := (rows + 255) / 256
-	parallelFor(threadsFor(rows, width, 1), chunks, func(_, ch int) {
+	workers, release := acquireWorkers(rows, width, 1)
+	defer release()
+	parallelFor(workers, chunks, func(_, ch int) {
 		for j := ch * 256; j < min(rows, ch*256+256); j++ {
 			s := alpha * dot(x, mat[j*ld:j*ld+width])
 			if beta != 0 {
@@ -63,11 +65,11 @@ var accPool = sync.Pool{New: func() any { s := make([]float32, gemvChunk); retur
 // (stride ld) with Axpy into an L1-sized buffer.
 func gemvCols(mat []float32, ld, cols int, x []float32, k int, alpha, beta float32, out []float32, inc int) {
 	chunks := (cols + gemvChunk - 1) / gemvChunk
-	if t := threadsFor(cols, k, 1); t > 1 && chunks < t {
-		chunks = t // split mid-sized outputs too, so both cores stream half the matrix
-	}
+	workers, release := acquireWorkers(cols, k, 1)
+	defer release()
+	chunks = max(chunks, workers) // split mid-sized outputs too, so every worker streams part of the matrix
 	size := roundUp((cols+chunks-1)/chunks, 16)
-	parallelFor(threadsFor(cols, k, 1), chunks, func(_, ch int) {
+	parallelFor(workers, chunks, func(_, ch int) {
 		j0 := ch * size
 		if j0 >= cols {
 			return

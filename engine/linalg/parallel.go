@@ -34,12 +34,20 @@ func parallelFor(workers, count int, fn func(worker, i int)) {
 	wg.Wait()
 }
 
-// threadsFor picks how many goroutines a product of m·n·k multiply-adds deserves: one below the size where
-// starting and joining goroutines costs more than it saves, otherwise GOMAXPROCS.
-func threadsFor(m, n, k int) int {
-	const minParallelMACs = 1 << 19
-	if m*n*k < minParallelMACs {
-		return 1
+// parallelCalls counts the Sgemm calls currently running with more than one goroutine.
+var parallelCalls atomic.Int32
+
+// acquireWorkers picks how many goroutines a product of m·n·k multiply-adds deserves and returns it with the
+// release to call when the product is done. Below minParallelMACs starting and joining goroutines costs more
+// than it saves. Above it the cores are shared among the products running at the same time: the engine
+// already runs attention heads from its own goroutines, and nesting more goroutines under those only adds
+// scheduling and cache contention.
+func acquireWorkers(m, n, k int) (int, func()) {
+	const minParallelMACs = 1 << 20
+	procs := runtime.GOMAXPROCS(0)
+	if procs == 1 || m*n*k < minParallelMACs {
+		return 1, func() {}
 	}
-	return runtime.GOMAXPROCS(0)
+	active := int(parallelCalls.Add(1))
+	return max(1, procs/active), func() { parallelCalls.Add(-1) }
 }

@@ -1,0 +1,98 @@
+package linalg
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// stepConfig is the model whose training step BenchmarkTrainingStep replays: trainyard/tiny-chat
+// (engine/pretrain), full-weight training on a 4096-token batch of 16 sequences of 256 tokens.
+var stepConfig = struct{ dim, hidden, heads, headDim, layers, vocab, tokens, seqLen int }{
+	dim: 256, hidden: 704, heads: 4, headDim: 64, layers: 4, vocab: 266, tokens: 4096, seqLen: 256,
+}
+
+// gemmCall is one Sgemm of the replayed step, with its operands.
+type gemmCall struct {
+	tA, tB        bool
+	m, n, k       int
+	lda, ldb, ldc int
+	beta          float32
+}
+
+// stepCalls lists the products of one training step in the order the engine issues them, except attention,
+// which the engine runs per (sequence, head) from its own goroutines and which is listed separately.
+func stepCalls() (dense, attention []gemmCall) {
+	c := stepConfig
+	N, D, H := c.tokens, c.dim, c.hidden
+	linear := [][2]int{{D, D}, {D, D}, {D, D}, {D, D}, {H, D}, {H, D}, {D, H}} // (out, in) of q,k,v,o,gate,up,down
+	for range c.layers {
+		for _, s := range linear { // forward y = x·Wᵀ
+			dense = append(dense, gemmCall{false, true, N, s[0], s[1], s[1], s[1], s[0], 0})
+		}
+		for _, s := range linear { // backward dx = dy·W, dW += dyᵀ·x
+			dense = append(dense, gemmCall{false, false, N, s[1], s[0], s[0], s[1], s[1], 1})
+			dense = append(dense, gemmCall{true, false, s[0], s[1], N, s[0], s[1], s[1], 1})
+		}
+	}
+	V := c.vocab
+	dense = append(dense, gemmCall{false, true, N, V, D, D, D, V, 0}, // logits
+		gemmCall{false, false, N, D, V, V, D, D, 0}, // dh
+		gemmCall{true, false, V, D, N, V, D, D, 1})  // dW of the output head
+	T, hd, qd := c.seqLen, c.headDim, c.heads*c.headDim
+	for range c.layers {
+		attention = append(attention,
+			gemmCall{false, true, T, T, hd, qd, qd, T, 0},  // scores Q·Kᵀ
+			gemmCall{false, false, T, hd, T, T, qd, qd, 0}, // P·V
+			gemmCall{false, true, T, T, hd, qd, qd, T, 0},  // dP = dO·Vᵀ
+			gemmCall{false, false, T, hd, T, T, qd, qd, 0}, // dQ = dP·K
+			gemmCall{true, false, T, hd, T, T, qd, qd, 1},  // dK += dPᵀ·Q
+			gemmCall{true, false, T, hd, T, T, qd, qd, 1})  // dV += Pᵀ·dO
+	}
+	return dense, attention
+}
+
+func (g gemmCall) flops() float64 { return 2 * float64(g.m) * float64(g.n) * float64(g.k) }
+
+// BenchmarkTrainingStep replays every matrix product of one tiny-chat training step through Sgemm and reports
+// the step's matmul throughput in GFLOP/s, the figure to compare with BenchmarkOpenBLASCeiling.
+func BenchmarkTrainingStep(b *testing.B) {
+	dense, attention := stepCalls()
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := randSlice(rng, stepConfig.tokens*stepConfig.hidden*2) // large enough for every operand
+	var flops float64
+	for _, g := range dense {
+		flops += g.flops()
+	}
+	seqs := stepConfig.tokens / stepConfig.seqLen
+	units := seqs * stepConfig.heads
+	for _, g := range attention {
+		flops += g.flops() * float64(units)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	b.Run(Backend(), func(b *testing.B) {
+		outs := make([][]float32, workers)
+		for w := range outs {
+			outs[w] = make([]float32, stepConfig.tokens*stepConfig.hidden)
+		}
+		for b.Loop() {
+			for _, g := range dense {
+				Sgemm(g.tA, g.tB, g.m, g.n, g.k, 1, buf, g.lda, buf, g.ldb, g.beta, outs[0], g.ldc)
+			}
+			// Attention: the engine's own goroutines each take (sequence, head) units.
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for u := w; u < units; u += workers {
+						for _, g := range attention {
+							Sgemm(g.tA, g.tB, g.m, g.n, g.k, 1, buf, g.lda, buf, g.ldb, g.beta, outs[w], g.ldc)
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}
