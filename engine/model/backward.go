@@ -43,11 +43,12 @@ func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Gr
 		dFinal = g.W.FinalNorm
 	}
 	rmsNormBack(dx, dFinal, dhf, p.xOut, p.w.FinalNorm, p.rf, D)
+	sc := p.newBackScratch()
 	for l := c.Layers - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p.blockBack(l, p.layers[l], dx, g, l > 0 || g.W != nil)
+		p.blockBack(l, p.layers[l], dx, g, l > 0 || g.W != nil, sc)
 	}
 	if g.W != nil {
 		t := 0
@@ -63,32 +64,31 @@ func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Gr
 
 // blockBack turns dx (gradient w.r.t. the block output) into the gradient w.r.t. its input, in place.
 // needDX=false skips the input gradient of the attention half (layer 0 without embedding gradients).
-func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bool) {
-	c, ar, N := p.w.Cfg, p.opt.Arena, p.N
+func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bool, sc *backScratch) {
+	c, N := p.w.Cfg, p.N
 	ly := &p.w.Layers[l]
 	var gl *Layer
 	if g.W != nil {
 		gl = &g.W.Layers[l]
 	}
 	// MLP: out = x2 + down(silu(gate(h2))·up(h2)), h2 = norm(x2).
-	da := ar.dirty(N * c.Hidden)
+	da, dg, du, dh2 := sc.da, sc.dg, sc.du, sc.dh
 	p.linearBack(l, ModDown, lc, lc.a, dx, da, 0, g, true)
-	dg, du := ar.dirty(N*c.Hidden), ar.dirty(N*c.Hidden)
 	swigluBack(dg, du, da, lc.g, lc.u)
-	dh2 := ar.dirty(N * c.Dim)
 	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
 	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
 	rmsNormBack(dx, normGrad(gl, false), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim)
 	// Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = norm(x).
-	datt := ar.dirty(N * c.QDim())
+	datt, dq, dk, dv := sc.datt, sc.dq, sc.dk, sc.dv
 	p.linearBack(l, ModO, lc, lc.att, dx, datt, 0, g, true)
-	dq, dk, dv := ar.dirty(N*c.QDim()), ar.alloc(N*c.KVDim()), ar.alloc(N*c.KVDim())
+	clear(dk)
+	clear(dv)
 	p.attentionBack(lc, datt, dq, dk, dv)
 	for t := 0; t < N; t++ {
 		p.w.rope.apply(dq[t*c.QDim():(t+1)*c.QDim()], c.Heads, p.pos[t], true)
 		p.w.rope.apply(dk[t*c.KVDim():(t+1)*c.KVDim()], c.KVHeads, p.pos[t], true)
 	}
-	dh1 := ar.dirty(N * c.Dim)
+	dh1 := sc.dh
 	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
 	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
 	p.linearBack(l, ModV, lc, lc.h1, dv, dh1, 1, g, needDX)
@@ -131,7 +131,7 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	if g.L != nil {
 		linalg.Sgemm(true, false, out, r, N, s, dy, out, lc.lu[m], r, 1, g.L.B[l][m], r)
 	}
-	du := p.opt.Arena.dirty(N * r)
+	du := p.opt.Arena.dirty(N * r) // small: N × rank
 	linalg.Sgemm(false, false, N, r, out, s, dy, out, p.lora.B[l][m], r, 0, du, r)
 	if g.L != nil {
 		linalg.Sgemm(true, false, r, in, N, 1, du, r, xd, in, 1, g.L.A[l][m], in)
@@ -144,7 +144,7 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 		linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 1, dx, in)
 		return
 	}
-	tmp := p.opt.Arena.dirty(N * in)
+	tmp := make([]float32, N*in) // dropout only
 	linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 0, tmp, in)
 	for i, v := range tmp {
 		dx[i] += v * lc.mask[m][i]
@@ -187,4 +187,16 @@ func (p *Pass) attentionBack(lc *layerCache, datt, dq, dk, dv []float32) {
 		T := int64(p.offs[s+1] - p.offs[s])
 		p.FlopsBwd += 8 * T * T * int64(hd*c.Heads)
 	}
+}
+
+// backScratch holds the per-layer gradient buffers, reused by every layer of one Backward.
+type backScratch struct {
+	da, dg, du, dh, datt, dq, dk, dv []float32
+}
+
+func (p *Pass) newBackScratch() *backScratch {
+	c, ar, N := p.w.Cfg, p.opt.Arena, p.N
+	return &backScratch{da: ar.dirty(N * c.Hidden), dg: ar.dirty(N * c.Hidden), du: ar.dirty(N * c.Hidden),
+		dh: ar.dirty(N * c.Dim), datt: ar.dirty(N * c.QDim()), dq: ar.dirty(N * c.QDim()),
+		dk: ar.dirty(N * c.KVDim()), dv: ar.dirty(N * c.KVDim())}
 }

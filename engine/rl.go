@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/trainyard/trainyard/engine/model"
+	"github.com/trainyard/trainyard/engine/train"
+)
+
+// RLConfig selects the RL objective: LossFn "cispo" (default) or "ppo"; Epsilon/EpsilonHigh clip range
+// (0 = defaults: ppo 0.2/ε, cispo 1/4); ImportanceSamplingLevel "token" (default) or "sequence";
+// KLPenaltyCoef β of a KL penalty to the base model with the adapter off (0 = off). Formulas: train.RLLoss.
+type RLConfig = train.RLConfig
+
+// RLSample is a training sequence (its Trainable tokens are the sampled Choice tokens) and its advantage.
+type RLSample struct {
+	Sequence
+	Advantage float32
+}
+
+// Advantages turns per-group rewards into group-relative advantages: reward − group mean, divided by the
+// group's standard deviation when scaleRewards; groups whose rewards are all equal get 0 (no signal);
+// advantageBalance ∈ [−1, 1] scales positive advantages by 1+b and negative ones by 1−b.
+func Advantages(groupRewards [][]float64, scaleRewards bool, advantageBalance float64) [][]float64 {
+	return train.Advantages(groupRewards, scaleRewards, advantageBalance)
+}
+
+func isNonFinite(err error) bool { return errors.Is(err, ErrNonFinite) }
+
+// RLStep takes one optimizer step of the policy-gradient loss over batch, averaged over the trainable
+// tokens of the samples that carry signal. Samples with advantage 0 are skipped unless a KL penalty is on
+// (they would contribute nothing); if no sample is left the adapter and optimizer state are left untouched
+// and the stats say skipped=1.
+func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, opt AdamWConfig) (StepStats, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	start := time.Now()
+	cfg, err := cfg.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	var seqs []Sequence
+	var adv []float64
+	all := make([]Sequence, len(batch))
+	for i, s := range batch {
+		all[i] = s.Sequence
+		if math.IsNaN(float64(s.Advantage)) || math.IsInf(float64(s.Advantage), 0) {
+			return nil, fmt.Errorf("%w: sample %d has advantage %v", ErrInvalidInput, i, s.Advantage)
+		}
+		if s.Advantage != 0 || cfg.KLPenaltyCoef > 0 {
+			seqs = append(seqs, s.Sequence)
+			adv = append(adv, float64(s.Advantage))
+		}
+	}
+	if _, _, err := t.validate(all); err != nil {
+		return nil, err
+	}
+	tokens, n, _ := t.validate(seqs)
+	if n == 0 {
+		return StepStats{"skipped": 1, "loss": 0, "num_sequences": float64(len(batch)),
+			"learning_rate": float64(opt.LearningRate)}, nil
+	}
+	t.zeroGrads()
+	V := t.base.w.Cfg.VocabSize
+	var sum train.RLResult
+	var entropy float64
+	var flops int64
+	for ci, idx := range chunks(seqs) {
+		var ref []float64
+		if cfg.KLPenaltyCoef > 0 {
+			if ref, flops, err = t.refLogprobs(ctx, seqs, idx, flops); err != nil {
+				return nil, err
+			}
+		}
+		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.opt.st.Step*1000+int64(ci))
+		if err != nil {
+			return nil, err
+		}
+		rows, targets, pos := trainRows(p, seqs, idx)
+		logits := p.Logits(rows)
+		st := train.Stats(logits, V, targets)
+		rl := make([]train.RLSeq, len(idx))
+		owner := map[int]int{}
+		for k, si := range idx {
+			owner[si] = k
+			rl[k].Advantage = adv[si]
+		}
+		for r, ps := range pos {
+			k := owner[ps[0]]
+			rl[k].Logp = append(rl[k].Logp, st.Logprob[r])
+			old := math.NaN()
+			if ol := seqs[ps[0]].OldLogprobs; ol != nil {
+				old = float64(ol[ps[1]])
+			}
+			rl[k].Old = append(rl[k].Old, old)
+			if ref != nil {
+				rl[k].Ref = append(rl[k].Ref, ref[r])
+			}
+			entropy += st.Entropy[r]
+		}
+		res, err := train.RLLoss(rl, cfg, float64(n))
+		if err != nil {
+			return nil, err
+		}
+		coef := make([]float64, 0, len(rows))
+		for _, c := range res.Coef {
+			coef = append(coef, c...)
+		}
+		train.LogprobGrad(logits, V, targets, coef)
+		if err := p.Backward(ctx, rows, logits, model.Grads{L: t.grads}); err != nil {
+			return nil, err
+		}
+		flops += p.FlopsFwd + p.FlopsBwd
+		sum.Loss, sum.PolicyLoss, sum.KL, sum.Ratio = sum.Loss+res.Loss, sum.PolicyLoss+res.PolicyLoss, sum.KL+res.KL, sum.Ratio+res.Ratio
+		sum.Clipped += res.Clipped
+	}
+	stats, err := t.update(opt, start, tokens, n, len(batch), flops)
+	if err != nil {
+		return nil, err
+	}
+	N := float64(n)
+	stats["loss"], stats["policy_loss"], stats["kl_div"] = sum.Loss/N, sum.PolicyLoss/N, sum.KL/N
+	stats["entropy"], stats["clip_fraction"], stats["mean_importance_ratio"] = entropy/N, float64(sum.Clipped)/N, sum.Ratio/N
+	stats["num_trained_sequences"] = float64(len(seqs))
+	return stats, nil
+}
+
+// refLogprobs evaluates the trainable tokens of seqs[idx] under the base model alone (adapter off).
+func (t *Trainer) refLogprobs(ctx context.Context, seqs []Sequence, idx []int, flops int64) ([]float64, int64, error) {
+	p, err := t.forward(ctx, seqs, idx, nil, false, 0)
+	if err != nil {
+		return nil, flops, err
+	}
+	rows, targets, _ := trainRows(p, seqs, idx)
+	st := train.Stats(p.Logits(rows), t.base.w.Cfg.VocabSize, targets)
+	return st.Logprob, flops + p.FlopsFwd, nil
+}
+
+// SequenceLogprobs returns, for every sequence, the logprob of each token under base + adapter (index 0,
+// which has no context, is NaN). Nothing is updated.
+func (t *Trainer) SequenceLogprobs(ctx context.Context, seqs []Sequence) ([][]float32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seqs = append([]Sequence(nil), seqs...) // the caller's sequences stay untouched
+	for i := range seqs {                   // every position counts here, not just the trainable ones
+		if len(seqs[i].Trainable) != len(seqs[i].Tokens) {
+			seqs[i].Trainable = make([]bool, len(seqs[i].Tokens))
+		}
+	}
+	if _, _, err := t.validate(seqs); err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(seqs))
+	V := t.base.w.Cfg.VocabSize
+	for _, idx := range chunks(seqs) {
+		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, false, 0)
+		if err != nil {
+			return nil, err
+		}
+		var rows, targets []int
+		for ci, si := range idx {
+			out[si] = make([]float32, len(seqs[si].Tokens))
+			out[si][0] = float32(math.NaN())
+			for j := 1; j < len(seqs[si].Tokens); j++ {
+				rows = append(rows, p.Offsets()[ci]+j-1)
+				targets = append(targets, seqs[si].Tokens[j])
+			}
+		}
+		st := train.Stats(p.Logits(rows), V, targets)
+		r := 0
+		for _, si := range idx {
+			for j := 1; j < len(seqs[si].Tokens); j++ {
+				out[si][j] = float32(st.Logprob[r])
+				r++
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/trainyard/trainyard/engine/model"
+	"github.com/trainyard/trainyard/engine/tokenizer"
+)
+
+// Run generates p.N completions of prompt. onToken (may be nil) receives every token once it can no longer
+// be part of a stop sequence; calls are serialised on the calling goroutine, in completion-index order
+// within a decoding step. Cancelling ctx stops generation with ctx.Err().
+func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer.Tokenizer, prompt []int,
+	p Params, onToken func(index int, t SampledToken)) ([]Completion, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	ctxLen := w.Cfg.MaxSeqLen
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("%w: empty prompt", ErrInvalidParams)
+	}
+	if len(prompt) >= ctxLen || len(prompt)+p.MaxTokens > ctxLen {
+		return nil, fmt.Errorf("%w: %d prompt tokens + %d max tokens > %d", ErrContextOverflow, len(prompt), p.MaxTokens, ctxLen)
+	}
+	maxNew := ctxLen - len(prompt)
+	if p.MaxTokens > 0 {
+		maxNew = p.MaxTokens
+	}
+	base := w.NewCache(len(prompt) + maxNew)
+	logits, err := w.Prefill(ctx, base, prompt, lora)
+	if err != nil {
+		return nil, err
+	}
+	stops := map[int]bool{}
+	for _, id := range tok.StopTokens() {
+		stops[id] = true
+	}
+	states := make([]*state, p.N)
+	for i := range states {
+		c := base
+		if i > 0 {
+			c = base.Clone()
+		}
+		states[i] = &state{idx: i, cache: c, rng: rand.New(rand.NewPCG(uint64(p.Seed), uint64(i))), logits: logits}
+	}
+	V := w.Cfg.VocabSize
+	for step := 0; ; step++ {
+		var active []*state
+		for _, s := range states {
+			if s.done {
+				continue
+			}
+			id, lp := s.choose(p)
+			if stops[id] {
+				s.finish("stop", onToken)
+				continue
+			}
+			s.push(tok, id, lp, p, onToken)
+			if s.done {
+				continue
+			}
+			if len(s.out) >= maxNew {
+				s.finish("length", onToken)
+				continue
+			}
+			active = append(active, s)
+		}
+		if len(active) == 0 {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		caches, ids := make([]*model.Cache, len(active)), make([]int, len(active))
+		for i, s := range active {
+			caches[i], ids[i] = s.cache, s.out[len(s.out)-1].ID
+		}
+		all, err := w.Decode(ctx, caches, ids, lora)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range active {
+			s.logits = all[i*V : (i+1)*V]
+		}
+	}
+	out := make([]Completion, p.N)
+	for i, s := range states {
+		out[i] = Completion{Index: i, Tokens: s.out, Text: s.text.String(), FinishReason: s.reason}
+	}
+	return out, nil
+}
+
+// state is one completion in progress.
+type state struct {
+	idx     int
+	cache   *model.Cache
+	rng     *rand.Rand
+	logits  []float32
+	out     []SampledToken
+	text    strings.Builder
+	ends    []int // text length after each token of out
+	emitted int   // tokens already passed to onToken
+	done    bool
+	reason  string
+}
+
+// choose picks the next token from s.logits; it also returns the untempered log-probabilities.
+func (s *state) choose(p Params) (int, []float32) {
+	lp := logSoftmax(s.logits, 1)
+	if p.Temperature == 0 {
+		return argmax(lp), lp
+	}
+	return s.draw(logSoftmax(s.logits, p.Temperature), p), lp
+}
+
+// draw samples from the tempered distribution restricted by top-k and top-p.
+func (s *state) draw(lp []float32, p Params) int {
+	order := make([]int, len(lp))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lp[order[a]] > lp[order[b]] })
+	keep := len(order)
+	if p.TopK > 0 && p.TopK < keep {
+		keep = p.TopK
+	}
+	if p.TopP > 0 && p.TopP < 1 {
+		var cum float64
+		for i := 0; i < keep; i++ {
+			cum += math.Exp(float64(lp[order[i]]))
+			if cum >= float64(p.TopP) {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	var total float64
+	for _, id := range order[:keep] {
+		total += math.Exp(float64(lp[id]))
+	}
+	u := s.rng.Float64() * total
+	for _, id := range order[:keep] {
+		u -= math.Exp(float64(lp[id]))
+		if u <= 0 {
+			return id
+		}
+	}
+	return order[keep-1]
+}

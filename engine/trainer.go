@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/trainyard/trainyard/engine/model"
+	"github.com/trainyard/trainyard/engine/train"
+)
+
+// AdamWConfig configures one optimizer step: LearningRate, Beta1, Beta2, Eps, WeightDecay and MaxGradNorm
+// (global-norm clipping, 0 = off). Use DefaultAdamWConfig and override LearningRate per step for a
+// schedule (ScheduleLR).
+type AdamWConfig = train.AdamW
+
+// DefaultAdamWConfig returns lr 1e-4, betas (0.9, 0.999), eps 1e-8, no weight decay, clipping at 1.
+func DefaultAdamWConfig() AdamWConfig { return train.DefaultAdamW() }
+
+// ScheduleLR picks the learning rate of step (0-based) from a per-step list (the last value repeats), or
+// def when the list is empty (constant schedule).
+func ScheduleLR(rates []float32, step int, def float32) float32 {
+	return train.ScheduleLR(rates, step, def)
+}
+
+// StepStats are a step's metrics: loss, grad_norm, learning_rate, num_tokens, num_trainable_tokens,
+// num_sequences, tokens_per_second, matmul_gflops (achieved rate of the step's matrix products) and, for
+// RL, policy_loss, entropy, kl_div, clip_fraction, mean_importance_ratio.
+type StepStats map[string]float64
+
+// maxChunkTokens bounds the tokens of one forward/backward pass; larger batches accumulate gradients over
+// several passes (exactly, the loss is normalised over the whole batch), which bounds activation memory.
+const maxChunkTokens = 4096
+
+// Trainer trains an adapter on top of a frozen base. Steps are serialised; the adapter is modified in place.
+type Trainer struct {
+	mu      sync.Mutex
+	base    *Base
+	adapter *Adapter
+	opt     *OptimizerState
+	grads   *model.LoRA
+	arena   model.Arena
+}
+
+// NewTrainer returns a trainer for adapter a (which must belong to b) with optimizer state opt (nil = fresh).
+func NewTrainer(b *Base, a *Adapter, opt *OptimizerState) *Trainer {
+	if opt == nil {
+		opt = NewOptimizerState(a)
+	}
+	return &Trainer{base: b, adapter: a, opt: opt, grads: a.lora.ZeroLike()}
+}
+
+// Adapter returns the adapter being trained.
+func (t *Trainer) Adapter() *Adapter { return t.adapter }
+
+// Optimizer returns the optimizer state.
+func (t *Trainer) Optimizer() *OptimizerState { return t.opt }
+
+// validate checks sequences against the model and counts their trainable tokens (position 0 cannot be
+// predicted, so it never counts).
+func (t *Trainer) validate(seqs []Sequence) (tokens, trainable int, err error) {
+	if err := t.adapter.checkBase(t.base); err != nil {
+		return 0, 0, err
+	}
+	c := t.base.w.Cfg
+	for i, s := range seqs {
+		if len(s.Tokens) == 0 || len(s.Tokens) > c.MaxSeqLen {
+			return 0, 0, fmt.Errorf("%w: sequence %d has %d tokens (1..%d)", ErrInvalidInput, i, len(s.Tokens), c.MaxSeqLen)
+		}
+		if len(s.Trainable) != len(s.Tokens) || (s.OldLogprobs != nil && len(s.OldLogprobs) != len(s.Tokens)) {
+			return 0, 0, fmt.Errorf("%w: sequence %d: trainable/logprob lengths differ from its %d tokens", ErrInvalidInput, i, len(s.Tokens))
+		}
+		for j, id := range s.Tokens {
+			if id < 0 || id >= c.VocabSize {
+				return 0, 0, fmt.Errorf("%w: sequence %d token %d has id %d (vocabulary %d)", ErrInvalidInput, i, j, id, c.VocabSize)
+			}
+			if j > 0 && s.Trainable[j] {
+				trainable++
+			}
+		}
+		tokens += len(s.Tokens)
+	}
+	return tokens, trainable, nil
+}
+
+// chunks splits sequence indexes into consecutive groups of at most maxChunkTokens tokens (a longer single
+// sequence forms its own group).
+func chunks(seqs []Sequence) [][]int {
+	var out [][]int
+	var cur []int
+	n := 0
+	for i, s := range seqs {
+		if len(cur) > 0 && n+len(s.Tokens) > maxChunkTokens {
+			out = append(out, cur)
+			cur, n = nil, 0
+		}
+		cur = append(cur, i)
+		n += len(s.Tokens)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// trainRows lists, for a pass over seqs[idx...], the rows that predict trainable tokens and those tokens.
+// pos[k] is (sequence index, token position) of row k.
+func trainRows(p *model.Pass, seqs []Sequence, idx []int) (rows, targets []int, pos [][2]int) {
+	for ci, si := range idx {
+		s := seqs[si]
+		for j := 1; j < len(s.Tokens); j++ {
+			if s.Trainable[j] {
+				rows = append(rows, p.Offsets()[ci]+j-1)
+				targets = append(targets, s.Tokens[j])
+				pos = append(pos, [2]int{si, j})
+			}
+		}
+	}
+	return rows, targets, pos
+}
+
+func (t *Trainer) forward(ctx context.Context, seqs []Sequence, idx []int, lora *model.LoRA, keep bool, seed int64) (*model.Pass, error) {
+	toks := make([][]int, len(idx))
+	for i, si := range idx {
+		toks[i] = seqs[si].Tokens
+	}
+	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed}
+	if keep {
+		t.arena.Reset()
+		opt.Arena = &t.arena
+	}
+	p, err := t.base.w.Forward(ctx, toks, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	return p, nil
+}
+
+// SFTStep takes one optimizer step on the mean cross-entropy of the trainable tokens of seqs:
+// loss = −(1/N)·Σ log p(token) over the N trainable tokens of the whole batch.
+func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence, opt AdamWConfig) (StepStats, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	start := time.Now()
+	tokens, n, err := t.validate(seqs)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no trainable tokens", ErrInvalidInput)
+	}
+	t.zeroGrads()
+	V := t.base.w.Cfg.VocabSize
+	var loss, entropy float64
+	var flops int64
+	for ci, idx := range chunks(seqs) {
+		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.opt.st.Step*1000+int64(ci))
+		if err != nil {
+			return nil, err
+		}
+		rows, targets, _ := trainRows(p, seqs, idx)
+		logits := p.Logits(rows)
+		st := train.Stats(logits, V, targets)
+		coef := make([]float64, len(rows))
+		for i := range coef {
+			loss -= st.Logprob[i]
+			entropy += st.Entropy[i]
+			coef[i] = -1 / float64(n)
+		}
+		train.LogprobGrad(logits, V, targets, coef)
+		if err := p.Backward(ctx, rows, logits, model.Grads{L: t.grads}); err != nil {
+			return nil, err
+		}
+		flops += p.FlopsFwd + p.FlopsBwd
+	}
+	loss /= float64(n)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return nil, fmt.Errorf("%w: loss %v", ErrNonFinite, loss)
+	}
+	stats, err := t.update(opt, start, tokens, n, len(seqs), flops)
+	if err != nil {
+		return nil, err
+	}
+	stats["loss"], stats["entropy"] = loss, entropy/float64(n)
+	return stats, nil
+}
+
+func (t *Trainer) zeroGrads() {
+	for _, g := range adapterParamsOf(t.grads, t.adapter.cfg) {
+		clear(g)
+	}
+}
+
+func adapterParamsOf(l *model.LoRA, cfg model.Config) [][]float32 {
+	var ps [][]float32
+	for _, t := range l.Tensors(cfg) {
+		ps = append(ps, t.Data)
+	}
+	return ps
+}
+
+// update applies AdamW and fills the common metrics.
+func (t *Trainer) update(opt AdamWConfig, start time.Time, tokens, trainable, seqs int, flops int64) (StepStats, error) {
+	norm, err := t.opt.st.Update(adapterParams(t.adapter), adapterParamsOf(t.grads, t.adapter.cfg), opt)
+	if err != nil {
+		if !isNonFinite(err) {
+			err = fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		}
+		return nil, err
+	}
+	el := time.Since(start).Seconds()
+	return StepStats{"grad_norm": norm, "learning_rate": float64(opt.LearningRate), "num_tokens": float64(tokens),
+		"num_trainable_tokens": float64(trainable), "num_sequences": float64(seqs),
+		"tokens_per_second": float64(tokens) / el, "matmul_gflops": float64(flops) / el / 1e9}, nil
+}

@@ -1,0 +1,44 @@
+// Package zoo embeds the weights of the built-in base models, so a trainyard binary serves and trains them
+// without downloading anything. trainyard/tiny-chat is produced by engine/pretrain (DefaultOptions) and
+// committed as float32 safetensors with its config.json.
+package zoo
+
+import (
+	"embed"
+	"fmt"
+	"sort"
+)
+
+// The directory holds config.json and model.safetensors; embedding the directory (not the files) keeps the
+// build working in a tree where the weights have not been produced yet, and Open then says so.
+//
+//go:embed tinychat
+var files embed.FS
+
+// models maps a built-in model name to its directory in files.
+var models = map[string]string{"trainyard/tiny-chat": "tinychat"}
+
+// Names lists the built-in models, sorted.
+func Names() []string {
+	out := make([]string, 0, len(models))
+	for n := range models {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open returns a built-in model's config.json and model.safetensors bytes.
+func Open(name string) (configJSON, weights []byte, err error) {
+	dir, ok := models[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown built-in model %q (have %v)", name, Names())
+	}
+	if configJSON, err = files.ReadFile(dir + "/config.json"); err != nil {
+		return nil, nil, err
+	}
+	if weights, err = files.ReadFile(dir + "/model.safetensors"); err != nil {
+		return nil, nil, fmt.Errorf("built-in model %q has no weights in this build (run `trainyard pretrain`): %w", name, err)
+	}
+	return configJSON, weights, nil
+}
