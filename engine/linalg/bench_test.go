@@ -82,3 +82,30 @@ func BenchmarkKernels(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkActivations measures Softmax over one attention row and Sigmoid over one MLP activation row,
+// against the generic Go versions.
+func BenchmarkActivations(b *testing.B) {
+	x := randSlice(rand.New(rand.NewPCG(3, 3)), 704)
+	y := make([]float32, len(x))
+	cases := []struct {
+		name string
+		f    func()
+	}{
+		{"Softmax256", func() { copy(y, x[:256]); Softmax(y[:256]) }},
+		{"Softmax256/generic", func() {
+			copy(y, x[:256])
+			s := expSumGeneric(y[:256], y[:256], maxGeneric(y[:256]))
+			scaleGeneric(1/s, y[:256])
+		}},
+		{"Sigmoid704", func() { Sigmoid(y, x) }},
+		{"Sigmoid704/generic", func() { sigmoidGeneric(y, x) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+		})
+	}
+}

@@ -6,6 +6,9 @@ var (
 	dot     = dotGeneric
 	axpy    = axpyGeneric
 	scale   = scaleGeneric
+	expSum  = expSumGeneric
+	sigmoid = sigmoidGeneric
+	maxOf   = maxGeneric
 	kernel  = genericKernel
 	backend = "generic"
 	sgemm   = sgemmGo

@@ -11,6 +11,15 @@ func axpyAVX2(alpha float32, x, y *float32, n int)
 //go:noescape
 func scaleAVX2(alpha float32, x *float32, n int)
 
+//go:noescape
+func expSumAVX2(dst, src *float32, n int, shift float32) float32
+
+//go:noescape
+func sigmoidAVX2(dst, src *float32, n int)
+
+//go:noescape
+func maxAVX2(x *float32, n int) float32
+
 // useSIMDVectors switches the vector primitives to their AVX2+FMA versions when the CPU has them. The
 // wrappers check nothing: the exported functions have already matched the lengths.
 func useSIMDVectors() {
@@ -37,4 +46,19 @@ func useSIMDVectors() {
 		}
 		scaleAVX2(alpha, &x[0], len(x))
 	}
+	expSum = func(dst, src []float32, shift float32) float32 {
+		if len(src) == 0 {
+			return 0
+		}
+		_ = dst[len(src)-1]
+		return expSumAVX2(&dst[0], &src[0], len(src), shift)
+	}
+	sigmoid = func(dst, x []float32) {
+		if len(x) == 0 {
+			return
+		}
+		_ = dst[len(x)-1]
+		sigmoidAVX2(&dst[0], &x[0], len(x))
+	}
+	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
 }
