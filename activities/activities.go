@@ -1,0 +1,141 @@
+// Package activities holds every side effect of a training job: waiting for
+// the job's turn on its model, loading and tokenising its input, running
+// gradient steps on the engine, storing adapter and optimizer state,
+// recording checkpoints, events and job status. Workflows orchestrate these
+// methods; only the worker constructs an Activities.
+//
+// Every activity is idempotent under retry: events are keyed by (job, seq),
+// checkpoint objects and in-progress state live at deterministic keys, and
+// checkpoint rows are written after their objects.
+package activities
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// JobQueue finds the jobs that are not finished yet. It is implemented by
+// storage/postgres.
+type JobQueue interface {
+	// OldestUnfinishedJob returns the QUEUED or RUNNING job of modelID with
+	// the smallest id (ids are UUIDv7, so the one created first), or
+	// ENOTFOUND when there is none.
+	OldestUnfinishedJob(ctx context.Context, modelID string) (*trainyard.Job, error)
+}
+
+// WorkflowState is what the job gate needs to know about a job's workflow.
+type WorkflowState struct {
+	// Exists is false when no workflow was ever started for the job.
+	Exists bool
+	// Running is true while the workflow (its latest run) is open.
+	Running bool
+	// Status is Temporal's status name of the latest run, e.g. "Running",
+	// "Completed", "Canceled", "Terminated", "TimedOut", "Failed".
+	Status string
+	// RunID is the id of the latest run.
+	RunID string
+}
+
+// Workflows lets the job gate look at, and start, the workflows of other
+// jobs, so a job whose workflow was terminated or never started cannot block
+// the model forever. The worker implements it with a Temporal client.
+type Workflows interface {
+	DescribeJob(ctx context.Context, jobID string) (WorkflowState, error)
+	StartJob(ctx context.Context, job *trainyard.Job) error
+}
+
+// BaseModels opens base models by name (the model's base_model).
+type BaseModels interface {
+	// Base returns the base model; ENOTFOUND (a trainyard error) when the
+	// name is unknown.
+	Base(ctx context.Context, name string) (*engine.Base, error)
+}
+
+// Deps are the dependencies of the activities. Workflows may be nil (then the
+// gate cannot repair other jobs' workflows and simply waits).
+type Deps struct {
+	Jobs      trainyard.JobStore
+	Events    trainyard.EventStore
+	Models    trainyard.ModelStore
+	Blobs     trainyard.BlobStore
+	Queue     JobQueue
+	Workflows Workflows
+	Bases     BaseModels
+	// Files holds uploaded artifacts; nil disables wandb-artifact URLs.
+	Files Files
+	// HTTP fetches http(s) training data; nil means http.DefaultClient.
+	HTTP   *http.Client
+	Logger *zap.Logger
+}
+
+// Config tunes the activities. Zero fields take the defaults below.
+type Config struct {
+	// PollInterval is how often a waiting job looks at the queue (0.5 s).
+	PollInterval time.Duration
+	// StartGrace is how long a QUEUED job may lack a workflow before a
+	// waiting successor starts it (the API normally starts it within
+	// milliseconds; 10 s).
+	StartGrace time.Duration
+	// ChunkDuration bounds one Train activity: it returns after the step
+	// that crosses it, so the workflow's progress and history stay fresh
+	// (20 s).
+	ChunkDuration time.Duration
+	// SaveInterval is how often in-progress adapter and optimizer state is
+	// stored within a Train activity; state is also stored at its end. A
+	// retry recomputes at most this much (5 s).
+	SaveInterval time.Duration
+	// HeartbeatInterval is how often long activities heartbeat (2 s); it
+	// must be well under the workflow's heartbeat timeout.
+	HeartbeatInterval time.Duration
+	// AllowFileURLs lets SFT read file:// training data (development only:
+	// it reads the worker's file system).
+	AllowFileURLs bool
+	// MaxDataBytes bounds SFT training data (256 MiB).
+	MaxDataBytes int64
+}
+
+func (c *Config) applyDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.PollInterval, 500*time.Millisecond)
+	def(&c.StartGrace, 10*time.Second)
+	def(&c.ChunkDuration, 20*time.Second)
+	def(&c.SaveInterval, 5*time.Second)
+	def(&c.HeartbeatInterval, 2*time.Second)
+	if c.MaxDataBytes <= 0 {
+		c.MaxDataBytes = 256 << 20
+	}
+}
+
+// Activities carries the dependencies of every activity method. Register it
+// with a worker; workflows refer to its methods through a nil pointer.
+type Activities struct {
+	d     Deps
+	cfg   Config
+	plans planCache
+}
+
+// New checks deps and returns the activities.
+func New(d Deps, cfg Config) (*Activities, error) {
+	if d.Jobs == nil || d.Events == nil || d.Models == nil || d.Blobs == nil || d.Queue == nil || d.Bases == nil {
+		return nil, errors.New("activities: Jobs, Events, Models, Blobs, Queue and Bases are required")
+	}
+	if d.HTTP == nil {
+		d.HTTP = http.DefaultClient
+	}
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	cfg.applyDefaults()
+	return &Activities{d: d, cfg: cfg}, nil
+}

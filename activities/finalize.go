@@ -1,0 +1,84 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+)
+
+// Finalize closes a job that did not complete: it appends a training_failed
+// event {error_message} after the job's last event and sets the terminal
+// status (JobFailed or JobCancelled) with the message as the job's error. It
+// is idempotent: a job that already has a terminal event gets no second
+// one, a job whose status is already terminal keeps it (the store freezes
+// terminal rows), and a deleted job is not an error.
+//
+// The sequence number is taken from the last stored event rather than from
+// the workflow, because a cancelled step may have recorded its gradient_step
+// event just before it stopped.
+func Finalize(ctx context.Context, jobs trainyard.JobStore, events trainyard.EventStore, jobID string, status trainyard.JobStatus, message string) error {
+	if !status.Terminal() || status == trainyard.JobCompleted {
+		return fmt.Errorf("finalize job %s: status %s is not a failure status", jobID, status)
+	}
+	_, err := appendTerminal(ctx, events, jobID, trainyard.EventTrainingFailed, map[string]any{"error_message": message})
+	if isCode(err, trainyard.ENOTFOUND) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("finalize job %s: %w", jobID, err)
+	}
+	now := time.Now().UTC()
+	err = jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{Status: &status, Error: &message, FinishedAt: &now})
+	if err != nil && !isCode(err, trainyard.ENOTFOUND) {
+		return fmt.Errorf("finalize job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// appendTerminal appends a terminal event after the job's last event unless
+// it already has one. It returns the sequence number of the job's terminal
+// event.
+func appendTerminal(ctx context.Context, events trainyard.EventStore, jobID string, typ trainyard.EventType, data map[string]any) (int, error) {
+	// A write can lose a race with a straggling step's gradient_step (same
+	// seq: the store keeps the first) or with another closer (a second
+	// terminal event: ECONFLICT); either way, read again and retry.
+	for attempt := 0; ; attempt++ {
+		seq := 1
+		last, err := events.LastEvent(ctx, jobID)
+		switch {
+		case err == nil && isTerminal(last.Type):
+			return last.Seq, nil
+		case err == nil:
+			seq = last.Seq + 1
+		case !isCode(err, trainyard.ENOTFOUND):
+			return 0, err
+		}
+		stored, err := events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: seq, Type: typ, Data: data})
+		switch {
+		case err == nil && stored.Type == typ:
+			return stored.Seq, nil
+		case err != nil && !isCode(err, trainyard.ECONFLICT):
+			return 0, err
+		case attempt == 2:
+			return 0, fmt.Errorf("append %s event to job %s: lost the race three times", typ, jobID)
+		}
+	}
+}
+
+func isTerminal(t trainyard.EventType) bool {
+	return t == trainyard.EventTrainingEnded || t == trainyard.EventTrainingFailed
+}
+
+// Fail is the activity that closes a failed or cancelled job (see Finalize).
+func (a *Activities) Fail(ctx context.Context, in FailInput) error {
+	if err := Finalize(ctx, a.d.Jobs, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
+		return classify(err, "record the job's failure")
+	}
+	a.d.Logger.Info("job closed", zap.String("job_id", in.JobID), zap.String("status", string(in.Status)),
+		zap.String("error", in.Message))
+	return nil
+}

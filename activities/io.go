@@ -1,0 +1,84 @@
+package activities
+
+import "github.com/trainyard/trainyard"
+
+// This file holds the inputs and results of the activities. They travel
+// through Temporal histories, so fields are only ever added (with zero values
+// that keep the old meaning), never renamed or retyped.
+
+// WaitTurnInput asks for a job's turn on its model.
+type WaitTurnInput struct {
+	JobID string
+}
+
+// WaitTurnResult says where the job starts from once it is first in line.
+type WaitTurnResult struct {
+	// Finished is true when the job is already terminal (it was cancelled
+	// before its workflow ran, or the workflow was reset after the end):
+	// there is nothing left to do.
+	Finished bool
+	// BaseStep is the model's latest checkpoint step when the job got its
+	// turn (0: the base model). The job writes checkpoint BaseStep+1.
+	BaseStep int
+}
+
+// PrepareInput asks to load, validate and tokenise a job's input.
+type PrepareInput struct {
+	JobID    string
+	Kind     trainyard.JobKind
+	BaseStep int
+}
+
+// PrepareResult describes the prepared plan.
+type PrepareResult struct {
+	// TotalSteps is the number of gradient steps (optimizer updates).
+	TotalSteps int
+	// NumExamples is the number of training sequences (SFT: conversations
+	// per epoch; RL: trajectories and additional histories).
+	NumExamples int
+}
+
+// TrainInput asks for the next gradient steps of a job.
+type TrainInput struct {
+	JobID      string
+	BaseStep   int
+	Done       int // gradient steps already completed
+	TotalSteps int
+}
+
+// TrainResult reports the progress of a training activity.
+type TrainResult struct {
+	// Done is the number of gradient steps completed after this activity;
+	// more than the input's Done, and at most TotalSteps.
+	Done int
+	// Metrics are the metrics of the last completed step.
+	Metrics map[string]float64
+}
+
+// CompleteInput asks to record a job's checkpoint and close it successfully.
+type CompleteInput struct {
+	JobID          string
+	CheckpointStep int
+	TotalSteps     int
+	// Metrics of the final gradient step; the checkpoint stores them under
+	// "train/<name>".
+	Metrics map[string]float64
+}
+
+// FailInput asks to close a job unsuccessfully.
+type FailInput struct {
+	JobID   string
+	Status  trainyard.JobStatus // JobFailed or JobCancelled
+	Message string
+}
+
+// heartbeat is what long activities record as heartbeat details: how far the
+// durable state reaches, so a retry resumes from there.
+type heartbeat struct {
+	// Saved is the number of completed steps whose adapter and optimizer
+	// state is stored (Train), or a phase marker (WaitTurn: 0).
+	Saved int
+	// Waiting names the job this one waits for (WaitTurn), for operators
+	// reading the pending activity in the Temporal UI.
+	Waiting string `json:",omitempty"`
+}

@@ -1,0 +1,134 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// JobConfig is what a job row's Config holds: the request's configuration
+// as received. The API writes it; Prepare reads it.
+type JobConfig struct {
+	// TrainingDataURL is the SFT training_data_url.
+	TrainingDataURL string `json:"training_data_url,omitempty"`
+	// Config is the SFT config object (or null).
+	Config json.RawMessage `json:"config,omitempty"`
+	// ExperimentalConfig is experimental_config (or null).
+	ExperimentalConfig json.RawMessage `json:"experimental_config,omitempty"`
+}
+
+// Prepare loads the job's input, validates and tokenises it into a plan of
+// gradient steps stored with the job, then marks the job RUNNING and
+// records training_started. Data that cannot be trained on fails the job
+// with a message that says where the problem is.
+func (a *Activities) Prepare(ctx context.Context, in PrepareInput) (*PrepareResult, error) {
+	job, err := a.activeJob(ctx, in.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if job.Kind != in.Kind {
+		return nil, invalidf("job %s is a %s job, not %s", job.ID, job.Kind, in.Kind)
+	}
+	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
+	if err != nil {
+		return nil, classify(err, "load the job's model")
+	}
+	base, err := a.base(ctx, model.BaseModel)
+	if err != nil {
+		return nil, err
+	}
+	var cfg JobConfig
+	if len(job.Config) > 0 {
+		if err := json.Unmarshal(job.Config, &cfg); err != nil {
+			return nil, invalidf("the job's stored configuration is not valid JSON: %v", err)
+		}
+	}
+	var p *plan
+	var examples int
+	switch job.Kind {
+	case trainyard.JobKindRL:
+		p, examples, err = a.prepareRL(ctx, job, cfg, base)
+	case trainyard.JobKindSFT:
+		p, examples, err = a.prepareSFT(ctx, job, model, cfg, base)
+	default:
+		err = invalidf("unknown job kind %q", job.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Kind, p.LoRA, p.Seed = job.Kind, engine.DefaultLoRAConfig(), seedOf(model.ID)
+	if err := a.savePlan(ctx, job.ID, p); err != nil {
+		return nil, classify(err, "store the prepared plan")
+	}
+	total := len(p.Steps)
+	if err := a.markStarted(ctx, job, total, examples); err != nil {
+		return nil, err
+	}
+	a.d.Logger.Info("job prepared", zap.String("job_id", job.ID), zap.String("kind", string(job.Kind)),
+		zap.Int("base_step", in.BaseStep), zap.Int("steps", total), zap.Int("examples", examples))
+	return &PrepareResult{TotalSteps: total, NumExamples: examples}, nil
+}
+
+// markStarted records training_started (seq 1) and the RUNNING status.
+// num_sequences counts gradient steps: ART sizes its progress bar with it
+// and advances it once per gradient_step event.
+func (a *Activities) markStarted(ctx context.Context, job *trainyard.Job, total, examples int) error {
+	data := map[string]any{"num_sequences": total, "num_gradient_steps": total, "num_examples": examples}
+	if _, err := a.d.Events.AppendEvent(ctx, &trainyard.Event{JobID: job.ID, Seq: 1, Type: trainyard.EventTrainingStarted, Data: data}); err != nil {
+		return classify(err, "record training_started")
+	}
+	running := trainyard.JobRunning
+	now := time.Now().UTC()
+	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
+	u := trainyard.JobUpdate{Status: &running, TotalSteps: &total, RunID: &runID}
+	if job.StartedAt == nil {
+		u.StartedAt = &now
+	}
+	if err := a.d.Jobs.UpdateJob(ctx, job.ID, u); err != nil {
+		return classify(err, "mark job running")
+	}
+	return nil
+}
+
+// activeJob loads a job that may still do work: a job closed meanwhile
+// (cancelled through the API while its workflow was being reset, say) must
+// not train.
+func (a *Activities) activeJob(ctx context.Context, jobID string) (*trainyard.Job, error) {
+	job, err := a.d.Jobs.GetJob(ctx, jobID)
+	if err != nil {
+		return nil, classify(err, "load job")
+	}
+	if job.Status.Terminal() {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("job %s is already %s", job.ID, job.Status), ErrGone, nil)
+	}
+	return job, nil
+}
+
+// base opens the model's base model.
+func (a *Activities) base(ctx context.Context, name string) (*engine.Base, error) {
+	b, err := a.d.Bases.Base(ctx, name)
+	if isCode(err, trainyard.ENOTFOUND) {
+		return nil, invalidf("base model %q is not available on this worker", name)
+	}
+	if err != nil {
+		return nil, classify(err, "open base model "+name)
+	}
+	return b, nil
+}
+
+// seedOf derives a fresh adapter's seed from the model id.
+func seedOf(modelID string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(modelID))
+	return int64(h.Sum64() & (1<<63 - 1))
+}

@@ -1,0 +1,145 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// rlInput is the part of the stored RL request that training reads.
+type rlInput struct {
+	TrajectoryGroups []trainyard.TrajectoryGroup `json:"trajectory_groups"`
+}
+
+// prepareRL turns the job's trajectory groups into one gradient step:
+// group-relative advantages, then one sequence per trajectory and per
+// additional history, trained with the trajectory's advantage. Trajectories
+// whose advantage is zero (groups whose rewards are all equal) carry no
+// signal and are left out, unless a KL penalty gives every sequence a
+// gradient.
+func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobConfig, base *engine.Base) (*plan, int, error) {
+	settings, errs := ParseRLConfig(cfg.ExperimentalConfig)
+	if len(errs) > 0 {
+		return nil, 0, invalidf("experimental_config: %s", describe(errs))
+	}
+	rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, InputFile)
+	if err != nil {
+		return nil, 0, classify(err, "open the job's trajectory groups")
+	}
+	defer rc.Close()
+	var in rlInput
+	if err := json.NewDecoder(io.Reader(rc)).Decode(&in); err != nil {
+		return nil, 0, invalidf("the job's trajectory groups cannot be decoded: %v", err)
+	}
+	groups := in.TrajectoryGroups
+	if len(groups) == 0 {
+		return nil, 0, invalidf("trajectory_groups is empty: there is nothing to train on")
+	}
+	rewards := make([][]float64, len(groups))
+	for gi, g := range groups {
+		for ti, t := range g.Trajectories {
+			if !finite(t.Reward) {
+				return nil, 0, invalidf("trajectory_groups[%d].trajectories[%d].reward is not a finite number", gi, ti)
+			}
+			rewards[gi] = append(rewards[gi], t.Reward)
+		}
+	}
+	adv := engine.Advantages(rewards, settings.ScaleRewards, settings.AdvantageBalance)
+	stop := stopTokens(base)
+	p := &plan{RL: engine.RLConfig{
+		LossFn: settings.LossFn, Epsilon: float32(settings.Epsilon), EpsilonHigh: float32(settings.EpsilonHigh),
+		ImportanceSamplingLevel: settings.ImportanceSamplingLevel, KLPenaltyCoef: float32(settings.KLPenaltyCoef),
+	}, PrecalculateLogprobs: settings.PrecalculateLogprobs}
+	trainableGroups := 0
+	for gi, g := range groups {
+		signal := false
+		for ti, t := range g.Trajectories {
+			if adv[gi][ti] == 0 && settings.KLPenaltyCoef == 0 {
+				continue
+			}
+			signal = signal || adv[gi][ti] != 0
+			histories := append([]trainyard.History{{MessagesAndChoices: t.MessagesAndChoices, Tools: t.Tools}}, t.AdditionalHistories...)
+			for hi, h := range histories {
+				where := fmt.Sprintf("trajectory_groups[%d].trajectories[%d]", gi, ti)
+				if hi > 0 {
+					where += fmt.Sprintf(".additional_histories[%d]", hi-1)
+				}
+				seq, ok, err := renderHistory(base, h, stop)
+				if err != nil {
+					return nil, 0, invalidf("%s: %v", where, err)
+				}
+				if ok {
+					p.Samples = append(p.Samples, engine.RLSample{Sequence: seq, Advantage: float32(adv[gi][ti])})
+				}
+			}
+		}
+		if signal {
+			trainableGroups++
+		}
+	}
+
+	metrics := map[string]float64{}
+	for k, v := range trainyard.LogMetrics("train", groups) {
+		metrics[strings.TrimPrefix(k, "train/")] = v
+	}
+	metrics["num_trainable_groups"] = float64(trainableGroups)
+	metrics["num_training_sequences"] = float64(len(p.Samples))
+	lr := settings.LearningRate
+	if settings.LRTrajectoryPower != 0 {
+		lr *= math.Pow(metrics["num_trajectories"], settings.LRTrajectoryPower)
+	}
+	if settings.LRByRewardStd {
+		lr *= metrics["reward_std_dev"]
+	}
+	batch := make([]int, len(p.Samples))
+	for i := range batch {
+		batch[i] = i
+	}
+	p.Steps = []planStep{{Batch: batch, LearningRate: float32(lr), Metrics: metrics}}
+	return p, len(p.Samples), nil
+}
+
+// renderHistory renders one conversation of a trajectory; ok is false when
+// it has no Choice (nothing to train on).
+func renderHistory(base *engine.Base, h trainyard.History, stop map[int]bool) (engine.Sequence, bool, error) {
+	msgs, choices, err := trajectoryMessages(h.MessagesAndChoices, stop)
+	if err != nil {
+		return engine.Sequence{}, false, err
+	}
+	if choices == 0 {
+		return engine.Sequence{}, false, nil
+	}
+	seq, err := render(base, msgs, engineTools(h.Tools))
+	return seq, err == nil, err
+}
+
+// render renders a training sequence and checks it fits the context.
+func render(base *engine.Base, msgs []engine.Message, tools []engine.Tool) (engine.Sequence, error) {
+	seq, err := base.RenderTraining(msgs, tools)
+	if err != nil {
+		return seq, err
+	}
+	if n, max := len(seq.Tokens), base.ContextLength(); n > max {
+		return seq, fmt.Errorf("the conversation is %d tokens long, more than the model's context of %d", n, max)
+	}
+	return seq, nil
+}
+
+// describe joins field errors into one message.
+func describe(errs []FieldError) string {
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		loc := make([]string, len(e.Loc))
+		for j, l := range e.Loc {
+			loc[j] = fmt.Sprint(l)
+		}
+		parts[i] = strings.Join(loc, ".") + " " + e.Msg
+	}
+	return strings.Join(parts, "; ")
+}

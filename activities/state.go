@@ -1,0 +1,135 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// A job's training state (adapter weights, adapter config, optimizer state)
+// lives at deterministic keys: before the first step it is the model's
+// checkpoint at the job's base step (or a fresh adapter), after the last
+// step it is the job's new checkpoint, and in between it is stored with the
+// job, keyed by the number of completed steps. A retried Train activity
+// therefore resumes from exactly the state it last stored.
+
+// stateFile names one file of the in-progress state after done steps.
+func stateFile(done int, name string) string { return fmt.Sprintf("state/%06d/%s", done, name) }
+
+// trainState is an adapter with its optimizer state.
+type trainState struct {
+	adapter *engine.Adapter
+	opt     *engine.OptimizerState
+}
+
+// loadState opens the state after done steps of a job that started from
+// checkpoint baseStep.
+func (a *Activities) loadState(ctx context.Context, job *trainyard.Job, base *engine.Base, p *plan, baseStep, done int) (*trainState, error) {
+	if done == 0 && baseStep == 0 {
+		ad, err := base.NewAdapter(p.LoRA, p.Seed)
+		if err != nil {
+			return nil, classify(err, "create a fresh adapter")
+		}
+		return &trainState{adapter: ad, opt: engine.NewOptimizerState(ad)}, nil
+	}
+	open := func(name string) (io.ReadCloser, error) {
+		if done == 0 {
+			return a.d.Blobs.GetCheckpointFile(ctx, job.ModelID, baseStep, name)
+		}
+		return a.d.Blobs.GetJobInput(ctx, job.ID, stateFile(done, name))
+	}
+	where := fmt.Sprintf("checkpoint %d", baseStep)
+	if done > 0 {
+		where = fmt.Sprintf("the job's state after step %d", done)
+	}
+	cfg, err := readAll(open(trainyard.AdapterConfigFile))
+	if err != nil {
+		return nil, classify(err, "read the adapter config of "+where)
+	}
+	weights, err := open(trainyard.AdapterWeightsFile)
+	if err != nil {
+		return nil, classify(err, "open the adapter of "+where)
+	}
+	ad, err := base.LoadAdapter(weights, cfg)
+	weights.Close()
+	if err != nil {
+		return nil, classify(err, "load the adapter of "+where)
+	}
+	st := &trainState{adapter: ad}
+	optR, err := open(trainyard.OptimizerStateFile)
+	switch {
+	case isCode(err, trainyard.ENOTFOUND) && done == 0:
+		// A checkpoint without optimizer state (imported, say) starts
+		// with fresh moments.
+		st.opt = engine.NewOptimizerState(ad)
+		return st, nil
+	case err != nil:
+		return nil, classify(err, "open the optimizer state of "+where)
+	}
+	defer optR.Close()
+	if st.opt, err = engine.ReadOptimizerState(optR, ad); err != nil {
+		return nil, classify(err, "load the optimizer state of "+where)
+	}
+	return st, nil
+}
+
+// saveState stores the state after done steps: with the job, or as the new
+// checkpoint's objects after the last step. A checkpoint row that already
+// exists means the objects are final: they are left alone.
+func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, st *trainState, baseStep, done, total int) error {
+	var weights, opt bytes.Buffer
+	if err := st.adapter.WriteWeights(&weights); err != nil {
+		return fmt.Errorf("encode adapter: %w", err)
+	}
+	if err := st.opt.Write(&opt); err != nil {
+		return fmt.Errorf("encode optimizer state: %w", err)
+	}
+	cfg, err := st.adapter.ConfigJSON()
+	if err != nil {
+		return fmt.Errorf("encode adapter config: %w", err)
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{trainyard.OptimizerStateFile, opt.Bytes()}, {trainyard.AdapterConfigFile, cfg}, {trainyard.AdapterWeightsFile, weights.Bytes()}}
+	if done < total {
+		for _, f := range files {
+			if err := a.d.Blobs.PutJobInput(ctx, job.ID, stateFile(done, f.name), bytes.NewReader(f.data), int64(len(f.data))); err != nil {
+				return classify(err, "store the job's training state")
+			}
+		}
+		return nil
+	}
+	step := baseStep + 1
+	existing, err := a.d.Models.FindCheckpoint(ctx, job.ModelID, step)
+	switch {
+	case err == nil && existing.JobID != nil && *existing.JobID == job.ID:
+		return nil
+	case err == nil:
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("checkpoint step %d of the model already exists (written by another job); the step counter moved under this job", step),
+			ErrConflict, nil)
+	case !isCode(err, trainyard.ENOTFOUND):
+		return classify(err, "look up the new checkpoint")
+	}
+	for _, f := range files {
+		if err := a.d.Blobs.PutCheckpointFile(ctx, job.ModelID, step, f.name, bytes.NewReader(f.data), int64(len(f.data))); err != nil {
+			return classify(err, fmt.Sprintf("store checkpoint %d", step))
+		}
+	}
+	return nil
+}
+
+func readAll(rc io.ReadCloser, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}

@@ -1,0 +1,201 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// Train runs the job's next gradient steps, for about Config.ChunkDuration,
+// and returns how many steps are done. After every step it records the
+// gradient_step event (seq = step + 1) and the job's progress; it stores the
+// training state at least every Config.SaveInterval and always before it
+// returns, heartbeating how far the stored state reaches, so a retry (on
+// this worker or another) resumes from there and recomputes only the steps
+// after it. After the last step the state is stored as the new checkpoint's
+// objects; the Complete activity then records the checkpoint row.
+func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, error) {
+	job, err := a.activeJob(ctx, in.JobID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := a.loadPlan(ctx, job.ID)
+	if err != nil {
+		return nil, classify(err, "load the job's plan")
+	}
+	total := len(p.Steps)
+	if total != in.TotalSteps || in.Done < 0 || in.Done > total {
+		return nil, invalidf("internal error: the plan has %d steps, the workflow expects %d with %d done", total, in.TotalSteps, in.Done)
+	}
+	from := in.Done
+	if activity.HasHeartbeatDetails(ctx) {
+		var hb heartbeat
+		if err := activity.GetHeartbeatDetails(ctx, &hb); err == nil && hb.Saved > from && hb.Saved <= total {
+			from = hb.Saved
+		}
+	}
+	if from == total {
+		return &TrainResult{Done: total, Metrics: job.LatestMetrics}, nil
+	}
+	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
+	if err != nil {
+		return nil, classify(err, "load the job's model")
+	}
+	base, err := a.base(ctx, model.BaseModel)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.loadState(ctx, job, base, p, in.BaseStep, from)
+	if err != nil {
+		return nil, err
+	}
+	trainer := engine.NewTrainer(base, st.adapter, st.opt)
+	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, from)
+	defer ka.close()
+	log := a.d.Logger.With(zap.String("job_id", job.ID))
+	if from > in.Done {
+		log.Info("resuming from stored state", zap.Int("done", from), zap.Int("activity_input_done", in.Done))
+	}
+
+	stopping := activity.GetWorkerStopChannel(ctx)
+	started, lastSave := time.Now(), time.Now()
+	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
+	var metrics map[string]float64
+	done := from
+	for done < total {
+		stats, err := a.step(ctx, trainer, p, done)
+		if err != nil {
+			return nil, classify(err, fmt.Sprintf("gradient step %d", done+1))
+		}
+		if metrics, err = stepMetrics(p.Steps[done], stats, done+1); err != nil {
+			return nil, err
+		}
+		done++
+		if err := a.recordStep(ctx, job.ID, runID, done, metrics); err != nil {
+			return nil, err
+		}
+		// A stopping worker hands the job over after this step: its
+		// state is stored below and the next activity runs elsewhere.
+		chunkOver := time.Since(started) >= a.cfg.ChunkDuration || closed(stopping)
+		if done == total || chunkOver || time.Since(lastSave) >= a.cfg.SaveInterval {
+			if err := a.saveState(ctx, job, st, in.BaseStep, done, total); err != nil {
+				return nil, err
+			}
+			ka.progress(ctx, done)
+			lastSave = time.Now()
+		}
+		if chunkOver {
+			break
+		}
+	}
+	log.Debug("train activity done", zap.Int("from", from), zap.Int("done", done), zap.Int("total", total),
+		zap.Duration("elapsed", time.Since(started)))
+	return &TrainResult{Done: done, Metrics: metrics}, nil
+}
+
+// step runs gradient step i of the plan.
+func (a *Activities) step(ctx context.Context, tr *engine.Trainer, p *plan, i int) (engine.StepStats, error) {
+	s := p.Steps[i]
+	opt := adamW(s.LearningRate)
+	if p.Kind == trainyard.JobKindSFT {
+		seqs := make([]engine.Sequence, len(s.Batch))
+		for j, k := range s.Batch {
+			seqs[j] = p.Seqs[k]
+		}
+		return tr.SFTStep(ctx, seqs, opt)
+	}
+	// An empty batch (no trajectory carried signal) is a skipped step:
+	// the weights stay, and the step counter still advances as clients
+	// expect.
+	batch := make([]engine.RLSample, len(s.Batch))
+	for j, k := range s.Batch {
+		batch[j] = p.Samples[k]
+	}
+	if p.PrecalculateLogprobs {
+		if err := precalculate(ctx, tr, batch); err != nil {
+			return nil, err
+		}
+	}
+	return tr.RLStep(ctx, batch, p.RL, opt)
+}
+
+// precalculate fills unknown old logprobs of trainable tokens with the
+// current policy's, so those tokens train on-policy.
+func precalculate(ctx context.Context, tr *engine.Trainer, batch []engine.RLSample) error {
+	seqs := make([]engine.Sequence, len(batch))
+	for i := range batch {
+		seqs[i] = batch[i].Sequence
+	}
+	lps, err := tr.SequenceLogprobs(ctx, seqs)
+	if err != nil {
+		return err
+	}
+	for i := range batch {
+		old := append([]float32(nil), batch[i].OldLogprobs...)
+		for t, lp := range old {
+			if batch[i].Trainable[t] && math.IsNaN(float64(lp)) && t < len(lps[i]) {
+				old[t] = lps[i][t]
+			}
+		}
+		batch[i].OldLogprobs = old
+	}
+	return nil
+}
+
+// adamW is the optimizer configuration of a step: the engine's defaults
+// (betas 0.9/0.999, no weight decay, gradient clipping at 1) at the step's
+// learning rate.
+func adamW(lr float32) engine.AdamWConfig {
+	c := engine.DefaultAdamWConfig()
+	c.LearningRate = lr
+	return c
+}
+
+// stepMetrics merges the engine's statistics with the plan's, refusing
+// non-finite values.
+func stepMetrics(s planStep, stats engine.StepStats, step int) (map[string]float64, error) {
+	m := make(map[string]float64, len(stats)+len(s.Metrics))
+	for k, v := range s.Metrics {
+		m[k] = v
+	}
+	for k, v := range stats {
+		if !finite(v) {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("gradient step %d: %s is %v; lower the learning rate or check the data", step, k, v), ErrNonFinite, nil)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// recordStep appends the step's gradient_step event and updates the job's
+// progress.
+func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done int, metrics map[string]float64) error {
+	data := make(map[string]any, len(metrics))
+	for k, v := range metrics {
+		data[k] = v
+	}
+	if _, err := a.d.Events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: done + 1, Type: trainyard.EventGradientStep, Data: data}); err != nil {
+		return classify(err, "record gradient_step")
+	}
+	err := a.d.Jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{CurrentStep: &done, LatestMetrics: metrics, RunID: &runID})
+	return classify(err, "record the job's progress")
+}
+
+// closed reports whether ch is closed, without blocking.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,45 @@
+package worker
+
+import (
+	"go.temporal.io/sdk/log"
+	"go.uber.org/zap"
+)
+
+// Logger adapts a zap logger to the Temporal SDK's logger, so the SDK's own
+// logs and workflow.GetLogger / activity.GetLogger output land in the same
+// structured stream as the rest of trainyard. Pass it as client.Options.Logger.
+type Logger struct {
+	s *zap.SugaredLogger
+}
+
+var (
+	_ log.Logger          = (*Logger)(nil)
+	_ log.WithLogger      = (*Logger)(nil)
+	_ log.WithSkipCallers = (*Logger)(nil)
+)
+
+// NewLogger wraps l. The caller skip points zap's caller field at the code
+// that logged, not at this adapter.
+func NewLogger(l *zap.Logger) *Logger {
+	return &Logger{s: l.WithOptions(zap.AddCallerSkip(1)).Sugar()}
+}
+
+// Debug logs at debug level; keyvals alternate keys and values.
+func (l *Logger) Debug(msg string, keyvals ...any) { l.s.Debugw(msg, keyvals...) }
+
+// Info logs at info level.
+func (l *Logger) Info(msg string, keyvals ...any) { l.s.Infow(msg, keyvals...) }
+
+// Warn logs at warn level.
+func (l *Logger) Warn(msg string, keyvals ...any) { l.s.Warnw(msg, keyvals...) }
+
+// Error logs at error level.
+func (l *Logger) Error(msg string, keyvals ...any) { l.s.Errorw(msg, keyvals...) }
+
+// With returns a logger that adds keyvals to every entry.
+func (l *Logger) With(keyvals ...any) log.Logger { return &Logger{s: l.s.With(keyvals...)} }
+
+// WithCallerSkip returns a logger that skips depth more stack frames.
+func (l *Logger) WithCallerSkip(depth int) log.Logger {
+	return &Logger{s: l.s.WithOptions(zap.AddCallerSkip(depth))}
+}

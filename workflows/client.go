@@ -1,0 +1,173 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/activities"
+)
+
+// WorkflowState is what Client.DescribeJob reports about a job's workflow.
+type WorkflowState = activities.WorkflowState
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// TaskQueue of the job workflows; DefaultTaskQueue when empty.
+	TaskQueue string
+	// Workflow options written into every job started.
+	Workflow Options
+	// Jobs and Events let ReconcileJob close a job whose workflow ended
+	// without closing it. Required for ReconcileJob.
+	Jobs   trainyard.JobStore
+	Events trainyard.EventStore
+}
+
+// Client starts, cancels and inspects job workflows. Temporal errors come
+// back as trainyard errors: no workflow is ENOTFOUND, an unreachable
+// Temporal (or no worker answering a query) EUNAVAILABLE.
+type Client struct {
+	c    client.Client
+	opts ClientOptions
+}
+
+// NewClient wraps a Temporal client.
+func NewClient(c client.Client, opts ClientOptions) *Client {
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = DefaultTaskQueue
+	}
+	return &Client{c: c, opts: opts}
+}
+
+// StartJob starts the job's workflow. Its id is WorkflowID(job.ID) and ids
+// are never reused, so starting a job whose workflow exists (running or
+// closed) is a success that starts nothing.
+func (c *Client) StartJob(ctx context.Context, job *trainyard.Job) error {
+	opts := client.StartWorkflowOptions{
+		ID:                                       WorkflowID(job.ID),
+		TaskQueue:                                c.opts.TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}
+	var err error
+	switch job.Kind {
+	case trainyard.JobKindRL:
+		_, err = c.c.ExecuteWorkflow(ctx, opts, RLJob, RLJobInput{JobID: job.ID, Options: c.opts.Workflow})
+	case trainyard.JobKindSFT:
+		_, err = c.c.ExecuteWorkflow(ctx, opts, SFTJob, SFTJobInput{JobID: job.ID, Options: c.opts.Workflow})
+	default:
+		return trainyard.Errorf(trainyard.EINVALID, "unknown job kind %q", job.Kind)
+	}
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil
+	}
+	return temporalError(err, "start the workflow of job %s", job.ID)
+}
+
+// CancelJob asks the job's workflow to cancel; the workflow then closes the
+// job as CANCELLED. Cancelling a closed workflow is a no-op.
+func (c *Client) CancelJob(ctx context.Context, jobID string) error {
+	err := c.c.CancelWorkflow(ctx, WorkflowID(jobID), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		// Either there is no workflow or it has already closed.
+		st, derr := c.DescribeJob(ctx, jobID)
+		if derr != nil {
+			return derr
+		}
+		if st.Exists {
+			return nil
+		}
+	}
+	return temporalError(err, "cancel the workflow of job %s", jobID)
+}
+
+// JobProgress asks the job's workflow for its progress. It needs a worker
+// to answer; bound ctx, or it waits until one does.
+func (c *Client) JobProgress(ctx context.Context, jobID string) (*Progress, error) {
+	v, err := c.c.QueryWorkflow(ctx, WorkflowID(jobID), "", ProgressQuery)
+	if err != nil {
+		return nil, temporalError(err, "query the progress of job %s", jobID)
+	}
+	var p Progress
+	if err := v.Get(&p); err != nil {
+		return nil, fmt.Errorf("decode the progress of job %s: %w", jobID, err)
+	}
+	return &p, nil
+}
+
+// DescribeJob reports the state of the latest run of the job's workflow;
+// Exists is false when it was never started.
+func (c *Client) DescribeJob(ctx context.Context, jobID string) (WorkflowState, error) {
+	d, err := c.c.DescribeWorkflowExecution(ctx, WorkflowID(jobID), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return WorkflowState{}, nil
+	}
+	if err != nil {
+		return WorkflowState{}, temporalError(err, "describe the workflow of job %s", jobID)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	status := info.GetStatus()
+	return WorkflowState{
+		Exists:  true,
+		Running: status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		Status:  status.String(), // as the Temporal UI shows it: "Terminated", "TimedOut", ...
+		RunID:   info.GetExecution().GetRunId(),
+	}, nil
+}
+
+// ReconcileJob closes a job that is not terminal although its workflow
+// has closed (terminated or timed out from the Temporal UI or CLI, say),
+// with training_failed and CANCELLED or FAILED, and returns the job as
+// stored afterwards. Other jobs come back unchanged.
+func (c *Client) ReconcileJob(ctx context.Context, job *trainyard.Job) (*trainyard.Job, error) {
+	if job.Status.Terminal() {
+		return job, nil
+	}
+	if c.opts.Jobs == nil || c.opts.Events == nil {
+		return nil, errors.New("workflows: ReconcileJob needs ClientOptions.Jobs and Events")
+	}
+	st, err := c.DescribeJob(ctx, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Exists || st.Running {
+		return job, nil
+	}
+	status, msg := activities.ClosedWorkflowOutcome(st.Status)
+	if err := activities.Finalize(ctx, c.opts.Jobs, c.opts.Events, job.ID, status, msg); err != nil {
+		return nil, err
+	}
+	return c.opts.Jobs.GetJob(ctx, job.ID)
+}
+
+// temporalError translates a Temporal client error.
+func temporalError(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf(format, args...)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return trainyard.WrapError(trainyard.ENOTFOUND, err, "%s: no such workflow", what)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("%s: %w", what, err)
+	case errors.Is(err, context.DeadlineExceeded), isUnavailable(err):
+		return trainyard.WrapError(trainyard.EUNAVAILABLE, err, "%s: Temporal is unavailable", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func isUnavailable(err error) bool {
+	var un *serviceerror.Unavailable
+	var dl *serviceerror.DeadlineExceeded
+	return errors.As(err, &un) || errors.As(err, &dl)
+}

@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/trainyard/trainyard"
+)
+
+// The types in this file travel through workflow histories: fields may be
+// added (their zero value must keep the old behaviour) but never renamed or
+// retyped, or running workflows fail to replay.
+
+// RLJobInput starts an RL job: one training step from the trajectory groups
+// stored with the job.
+type RLJobInput struct {
+	JobID   string
+	Options Options
+}
+
+// SFTJobInput starts (or, with Resume, continues) an SFT job.
+type SFTJobInput struct {
+	JobID   string
+	Options Options
+	// Resume is set when the workflow continued as new: the job already
+	// has its turn, its prepared plan and Done steps.
+	Resume *Resume
+}
+
+// Resume is the state an SFT job carries across continue-as-new.
+type Resume struct {
+	BaseStep   int
+	TotalSteps int
+	Done       int
+	Metrics    map[string]float64
+}
+
+// Options tune a job's workflow. Zero fields take the defaults.
+type Options struct {
+	// HeartbeatTimeout is how long a step may go without a heartbeat before
+	// Temporal retries it, possibly on another worker (default 15 s).
+	HeartbeatTimeout time.Duration
+	// TrainActivitiesPerRun is how many Train activities an SFT workflow
+	// runs before it continues as new (default 200); Temporal may suggest
+	// continuing earlier, which is honoured too.
+	TrainActivitiesPerRun int
+}
+
+func (o Options) withDefaults() Options {
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = 15 * time.Second
+	}
+	if o.TrainActivitiesPerRun <= 0 {
+		o.TrainActivitiesPerRun = 200
+	}
+	return o
+}
+
+// JobResult is the result of a job workflow that completed.
+type JobResult struct {
+	JobID          string
+	CheckpointStep int
+	Steps          int
+	Metrics        map[string]float64
+}
+
+// ProgressQuery is the name of the query that returns a job's Progress.
+const ProgressQuery = "progress"
+
+// Phases of a job, as Progress reports them.
+const (
+	PhaseWaiting   = "waiting"   // an older job on the model runs first
+	PhasePreparing = "preparing" // loading and tokenising the input
+	PhaseTraining  = "training"
+	PhaseSaving    = "saving" // recording the checkpoint
+	PhaseDone      = "done"
+)
+
+// Progress is a job's live state as its workflow knows it.
+type Progress struct {
+	JobID          string
+	Status         trainyard.JobStatus
+	Phase          string
+	CurrentStep    int
+	TotalSteps     int
+	Metrics        map[string]float64
+	CheckpointStep int // 0 until recorded
+	Error          string
+}

@@ -1,0 +1,184 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/activities"
+)
+
+// a names the activities; its methods are only used as references.
+var a *activities.Activities
+
+// RLJob runs one RL training job: the trajectory groups stored with the job
+// become one gradient step from the model's latest checkpoint, recorded as
+// the next checkpoint.
+func RLJob(ctx workflow.Context, in RLJobInput) (*JobResult, error) {
+	j := &job{id: in.JobID, kind: trainyard.JobKindRL, opts: in.Options.withDefaults()}
+	if err := j.setup(ctx); err != nil {
+		return nil, err
+	}
+	return j.run(ctx)
+}
+
+// SFTJob runs one SFT job: epochs of batches over the job's conversations,
+// one gradient step per batch, recorded as the next checkpoint at the end.
+// Long jobs continue as new with their progress in Resume.
+func SFTJob(ctx workflow.Context, in SFTJobInput) (*JobResult, error) {
+	j := &job{id: in.JobID, kind: trainyard.JobKindSFT, opts: in.Options.withDefaults(), resume: in.Resume}
+	if err := j.setup(ctx); err != nil {
+		return nil, err
+	}
+	return j.run(ctx)
+}
+
+// job is the state of one job workflow run.
+type job struct {
+	id     string
+	kind   trainyard.JobKind
+	opts   Options
+	resume *Resume
+
+	baseStep int
+	total    int
+	done     int
+	metrics  map[string]float64
+	progress Progress
+}
+
+// setup restores carried-over progress and answers the progress query.
+func (j *job) setup(ctx workflow.Context) error {
+	j.progress = Progress{JobID: j.id, Status: trainyard.JobQueued, Phase: PhaseWaiting}
+	if r := j.resume; r != nil {
+		j.baseStep, j.total, j.done, j.metrics = r.BaseStep, r.TotalSteps, r.Done, r.Metrics
+		j.progress.Status, j.progress.Phase = trainyard.JobRunning, PhaseTraining
+		j.progress.CurrentStep, j.progress.TotalSteps, j.progress.Metrics = r.Done, r.TotalSteps, r.Metrics
+	}
+	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return j.progress, nil })
+}
+
+// run executes the phases and closes the job when they fail.
+func (j *job) run(ctx workflow.Context) (*JobResult, error) {
+	res, err := j.phases(ctx)
+	if err == nil || workflow.IsContinueAsNewError(err) {
+		return res, err
+	}
+	j.fail(ctx, err)
+	return nil, err
+}
+
+func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
+	log := workflow.GetLogger(ctx)
+	if j.resume == nil {
+		var turn activities.WaitTurnResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, gateOptions(j.opts)),
+			a.WaitTurn, activities.WaitTurnInput{JobID: j.id}).Get(ctx, &turn)
+		if err != nil {
+			return nil, err
+		}
+		if turn.Finished {
+			log.Info("job was already finished; nothing to do", "JobID", j.id)
+			j.progress.Phase = PhaseDone
+			return &JobResult{JobID: j.id}, nil
+		}
+		j.baseStep = turn.BaseStep
+		j.progress.Phase = PhasePreparing
+
+		var prep activities.PrepareResult
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions(j.opts, computeQueue(ctx))),
+			a.Prepare, activities.PrepareInput{JobID: j.id, Kind: j.kind, BaseStep: j.baseStep}).Get(ctx, &prep)
+		if err != nil {
+			return nil, err
+		}
+		j.total = prep.TotalSteps
+		j.progress.Status, j.progress.Phase, j.progress.TotalSteps = trainyard.JobRunning, PhaseTraining, j.total
+		log.Info("job prepared", "JobID", j.id, "BaseStep", j.baseStep, "TotalSteps", j.total)
+	}
+
+	trainCtx := workflow.WithActivityOptions(ctx, trainOptions(j.opts, computeQueue(ctx)))
+	for runs := 0; j.done < j.total; runs++ {
+		if runs > 0 && (runs >= j.opts.TrainActivitiesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			return nil, j.continueAsNew(ctx)
+		}
+		var r activities.TrainResult
+		err := workflow.ExecuteActivity(trainCtx, a.Train, activities.TrainInput{
+			JobID: j.id, BaseStep: j.baseStep, Done: j.done, TotalSteps: j.total,
+		}).Get(ctx, &r)
+		if err != nil {
+			return nil, err
+		}
+		if r.Done <= j.done || r.Done > j.total {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("internal error: a training activity reported %d of %d steps done after %d", r.Done, j.total, j.done),
+				"BadProgress", nil)
+		}
+		j.done, j.metrics = r.Done, r.Metrics
+		j.progress.CurrentStep, j.progress.Metrics = r.Done, r.Metrics
+	}
+
+	j.progress.Phase = PhaseSaving
+	step := j.baseStep + 1
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, recordOptions()), a.Complete, activities.CompleteInput{
+		JobID: j.id, CheckpointStep: step, TotalSteps: j.total, Metrics: j.metrics,
+	}).Get(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	j.progress.Status, j.progress.Phase, j.progress.CheckpointStep = trainyard.JobCompleted, PhaseDone, step
+	log.Info("job completed", "JobID", j.id, "CheckpointStep", step)
+	return &JobResult{JobID: j.id, CheckpointStep: step, Steps: j.total, Metrics: j.metrics}, nil
+}
+
+// computeQueue is the task queue of this workflow's CPU-bound activities.
+func computeQueue(ctx workflow.Context) string {
+	return ComputeTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+}
+
+// continueAsNew hands the job's progress to a fresh run of the workflow, so
+// the history of a long SFT job stays small.
+func (j *job) continueAsNew(ctx workflow.Context) error {
+	workflow.GetLogger(ctx).Info("continuing as new", "JobID", j.id, "Done", j.done, "TotalSteps", j.total)
+	return workflow.NewContinueAsNewError(ctx, SFTJob, SFTJobInput{
+		JobID:   j.id,
+		Options: j.opts,
+		Resume:  &Resume{BaseStep: j.baseStep, TotalSteps: j.total, Done: j.done, Metrics: j.metrics},
+	})
+}
+
+// fail closes the job after err: training_failed and FAILED, or CANCELLED
+// when the workflow was cancelled. It runs in a disconnected context so a
+// cancelled workflow can still write its final state.
+func (j *job) fail(ctx workflow.Context, err error) {
+	status, msg := trainyard.JobFailed, failureMessage(err)
+	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+		status, msg = trainyard.JobCancelled, "cancelled"
+	}
+	j.progress.Status, j.progress.Phase, j.progress.Error = status, PhaseDone, msg
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	ferr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, recordOptions()), a.Fail, activities.FailInput{
+		JobID: j.id, Status: status, Message: msg,
+	}).Get(dctx, nil)
+	if ferr != nil {
+		workflow.GetLogger(ctx).Error("could not record the job's failure", "JobID", j.id, "Error", ferr)
+	}
+}
+
+// failureMessage is the user-facing text of why a job failed: the message of
+// the activity's application error (written for users), or the kind of
+// timeout.
+func failureMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return fmt.Sprintf("a training activity timed out (%s)", timeoutErr.TimeoutType())
+	}
+	return err.Error()
+}

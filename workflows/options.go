@@ -1,0 +1,65 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Activity options of the job phases. Every activity is idempotent, so
+// retries are safe; activities mark bad input and non-finite losses as
+// non-retryable themselves. Cancellation waits for the activity to stop
+// (WaitForCancellation), so a cancelled job is closed only after its step
+// has stopped writing.
+
+// gateOptions: waiting for the model can take as long as the jobs ahead;
+// the activity heartbeats, and its start-to-close timeout merely restarts
+// the wait now and then.
+func gateOptions(o Options) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    o.HeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+// prepareOptions: downloading and tokenising data heartbeats; a bounded
+// number of attempts lets a job with unreadable data fail instead of
+// retrying forever.
+func prepareOptions(o Options, queue string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           queue,
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    o.HeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: time.Minute, MaximumAttempts: 10},
+	}
+}
+
+// trainOptions: a Train activity runs for about its chunk duration plus one
+// step and heartbeats throughout, so a dead worker is noticed within the
+// heartbeat timeout and the step resumes elsewhere from the saved state.
+func trainOptions(o Options, queue string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           queue,
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    o.HeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: time.Minute, MaximumAttempts: 20},
+	}
+}
+
+// recordOptions: closing a job must eventually succeed, whatever the
+// outage, or the job would stay RUNNING; these writes are small and
+// idempotent, so they retry without limit.
+func recordOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	}
+}
