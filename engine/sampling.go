@@ -16,3 +16,6 @@ type SampledToken = sample.SampledToken
 // Completion is one generated continuation: tokens (without the stop token or stop sequence), text and
 // finish reason "stop" or "length".
 type Completion = sample.Completion
+
+// Constraint restricts the tokens of one completion (structured outputs); see SampleParams.Constraint.
+type Constraint = sample.Constraint

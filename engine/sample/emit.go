@@ -88,10 +88,11 @@ func logSoftmax(logits []float32, temperature float32) []float32 {
 	return out
 }
 
-func argmax(x []float32) int {
-	best := 0
+// argmax returns the index of the largest value, among the allowed ones when allowed is not nil.
+func argmax(x []float32, allowed []bool) int {
+	best := -1
 	for i, v := range x {
-		if v > x[best] {
+		if (allowed == nil || allowed[i]) && (best < 0 || v > x[best]) {
 			best = i
 		}
 	}

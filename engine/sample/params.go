@@ -24,6 +24,8 @@ type Params struct {
 	Stop        []string // stop sequences (not included in the output)
 	N           int      // completions (0 means 1)
 	TopLogprobs int      // alternatives reported per position, 0..20
+	// Constraint, when set, returns the constraint of completion index (structured outputs); nil = none.
+	Constraint func(index int) Constraint
 }
 
 // Validate checks ranges and fills N.

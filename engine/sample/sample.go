@@ -47,6 +47,9 @@ func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer
 			c = base.Clone()
 		}
 		states[i] = &state{idx: i, cache: c, rng: rand.New(rand.NewPCG(uint64(p.Seed), uint64(i))), logits: logits}
+		if p.Constraint != nil {
+			states[i].con = p.Constraint(i)
+		}
 	}
 	V := w.Cfg.VocabSize
 	for step := 0; ; step++ {
@@ -107,22 +110,40 @@ type state struct {
 	emitted int   // tokens already passed to onToken
 	done    bool
 	reason  string
+	con     Constraint // nil when unconstrained
+	mask    []bool     // scratch for con
 }
 
 // choose picks the next token from s.logits; it also returns the untempered log-probabilities.
 func (s *state) choose(p Params) (int, []float32) {
 	lp := logSoftmax(s.logits, 1)
+	allowed := s.allowed(len(lp))
+	var id int
 	if p.Temperature == 0 {
-		return argmax(lp), lp
+		id = argmax(lp, allowed)
+	} else {
+		id = s.draw(logSoftmax(s.logits, p.Temperature), p, allowed)
 	}
-	return s.draw(logSoftmax(s.logits, p.Temperature), p), lp
+	if s.con != nil {
+		s.con.Advance(id)
+	}
+	return id, lp
 }
 
-// draw samples from the tempered distribution restricted by top-k and top-p.
-func (s *state) draw(lp []float32, p Params) int {
-	order := make([]int, len(lp))
-	for i := range order {
-		order[i] = i
+// draw samples from the tempered distribution restricted by top-k and top-p (and to allowed, when not nil).
+func (s *state) draw(lp []float32, p Params, allowed []bool) int {
+	order := make([]int, 0, len(lp))
+	mass := 1.0 // top-p is a share of the candidates' probability mass
+	if allowed != nil {
+		mass = 0
+	}
+	for i := range lp {
+		if allowed == nil || allowed[i] {
+			order = append(order, i)
+			if allowed != nil {
+				mass += math.Exp(float64(lp[i]))
+			}
+		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return lp[order[a]] > lp[order[b]] })
 	keep := len(order)
@@ -133,7 +154,7 @@ func (s *state) draw(lp []float32, p Params) int {
 		var cum float64
 		for i := 0; i < keep; i++ {
 			cum += math.Exp(float64(lp[order[i]]))
-			if cum >= float64(p.TopP) {
+			if cum >= float64(p.TopP)*mass {
 				keep = i + 1
 				break
 			}
