@@ -22,8 +22,8 @@ func newConstraint(g grammar, budget int, stops []int) *constraint {
 // minBudget is the fewest tokens a completion of g needs, end-of-turn included.
 func minBudget(g grammar) int { return g.cost() + 1 }
 
-// allow sets mask[id] to whether token id may come next.
-func (c *constraint) allow(mask []bool) {
+// Allow sets mask[id] to whether token id may come next.
+func (c *constraint) Allow(mask []bool) {
 	for id := range mask {
 		if c.stops[id] {
 			mask[id] = c.g.done()
@@ -35,8 +35,8 @@ func (c *constraint) allow(mask []bool) {
 	}
 }
 
-// advance records that token id was sampled.
-func (c *constraint) advance(id int) {
+// Advance records that token id was sampled.
+func (c *constraint) Advance(id int) {
 	if g, ok := c.g.next(id); ok {
 		c.g = g
 	}

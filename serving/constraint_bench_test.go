@@ -10,6 +10,6 @@ func BenchmarkConstraintAllow(b *testing.B) {
 	mask := make([]bool, 264)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.allow(mask)
+		c.Allow(mask)
 	}
 }

@@ -86,7 +86,7 @@ func randomWalk(t *testing.T, g grammar, budget int, rng *rand.Rand) []int {
 	mask := make([]bool, 264)
 	var out []int
 	for {
-		c.allow(mask)
+		c.Allow(mask)
 		var allowed []int
 		for id, ok := range mask {
 			if ok {
@@ -104,7 +104,7 @@ func randomWalk(t *testing.T, g grammar, budget int, rng *rand.Rand) []int {
 			return out
 		}
 		out = append(out, id)
-		c.advance(id)
+		c.Advance(id)
 	}
 }
 

@@ -1,0 +1,72 @@
+package serving
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// adapters loads checkpoint adapters from the blob store through the LRU cache. Entries are keyed by
+// checkpoint id: ids are never reused, so a checkpoint deleted and re-created at the same step is a new
+// entry, and since every request resolves its checkpoint from the database first, a deleted checkpoint is
+// never served from the cache.
+type adapters struct {
+	blobs trainyard.BlobStore
+	cache *lruCache[string, *engine.Adapter]
+}
+
+func newAdapters(blobs trainyard.BlobStore, maxBytes int64) *adapters {
+	return &adapters{blobs: blobs, cache: newLRUCache[string, *engine.Adapter](maxBytes,
+		func(a *engine.Adapter) int64 { return a.SizeBytes() })}
+}
+
+// get returns the adapter of checkpoint c of model modelName (for messages), loading it on a miss.
+func (a *adapters) get(ctx context.Context, base *engine.Base, modelName string, c *trainyard.Checkpoint) (*engine.Adapter, error) {
+	ad, _, err := a.cache.get(ctx, c.ID, func(ctx context.Context) (*engine.Adapter, error) {
+		return a.load(ctx, base, modelName, c)
+	})
+	return ad, err
+}
+
+func (a *adapters) load(ctx context.Context, base *engine.Base, modelName string, c *trainyard.Checkpoint) (*engine.Adapter, error) {
+	cfg, err := a.read(ctx, c, trainyard.AdapterConfigFile)
+	if err != nil {
+		return nil, a.missing(err, modelName, c)
+	}
+	weights, err := a.read(ctx, c, trainyard.AdapterWeightsFile)
+	if err != nil {
+		return nil, a.missing(err, modelName, c)
+	}
+	ad, err := base.LoadAdapter(bytes.NewReader(weights), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("load adapter of checkpoint %s (model %s step %d): %w", c.ID, c.ModelID, c.Step, err)
+	}
+	return ad, nil
+}
+
+func (a *adapters) read(ctx context.Context, c *trainyard.Checkpoint, name string) ([]byte, error) {
+	rc, err := a.blobs.GetCheckpointFile(ctx, c.ModelID, c.Step, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s of model %s step %d: %w", name, c.ModelID, c.Step, err)
+	}
+	return b, nil
+}
+
+// missing explains a checkpoint whose objects are gone: its row was read a moment ago, so it was deleted
+// in between.
+func (a *adapters) missing(err error, modelName string, c *trainyard.Checkpoint) error {
+	if trainyard.ErrorCode(err) == trainyard.ENOTFOUND {
+		return trainyard.WrapError(trainyard.ENOTFOUND, err,
+			"The model `%s` does not exist: its checkpoint at step %d was deleted.", modelName, c.Step)
+	}
+	return fmt.Errorf("open checkpoint %s (model %s step %d): %w", c.ID, c.ModelID, c.Step, err)
+}

@@ -1,0 +1,54 @@
+package serving
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// bases opens each served base model once, on first use, and shares it: a Base is safe for concurrent
+// sampling with any adapters, and its weights are the largest thing in memory.
+type bases struct {
+	names []string
+	open  func(name string) (*engine.Base, error)
+
+	mu     sync.Mutex
+	loaded map[string]*baseSlot
+}
+
+type baseSlot struct {
+	once sync.Once
+	base *engine.Base
+	err  error
+}
+
+func newBases(names []string, open func(string) (*engine.Base, error)) *bases {
+	return &bases{names: names, open: open, loaded: map[string]*baseSlot{}}
+}
+
+func (b *bases) has(name string) bool { return slices.Contains(b.names, name) }
+
+// get returns the opened base model. A name this server does not serve — e.g. a model row created with a
+// base model that was later removed from the configuration — is ENOTFOUND.
+func (b *bases) get(name string) (*engine.Base, error) {
+	if !b.has(name) {
+		return nil, trainyard.Errorf(trainyard.ENOTFOUND, "The base model `%s` is not served here (available: %v).", name, b.names)
+	}
+	b.mu.Lock()
+	slot, ok := b.loaded[name]
+	if !ok {
+		slot = &baseSlot{}
+		b.loaded[name] = slot
+	}
+	b.mu.Unlock()
+	slot.once.Do(func() {
+		slot.base, slot.err = b.open(name)
+		if slot.err != nil {
+			slot.err = fmt.Errorf("open base model %s: %w", name, slot.err)
+		}
+	})
+	return slot.base, slot.err
+}

@@ -1,0 +1,207 @@
+package serving
+
+import (
+	"crypto/rand"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// choiceBuilder turns the tokens of one completion, as the sampler streams them, into deltas and the final
+// Choice. Streaming and non-streaming answers go through the same code, so a streamed choice, accumulated,
+// equals the non-streamed one. Content is released only up to a complete UTF-8 character; with tool
+// parsing on, a <tool_call> … </tool_call> block is held until it closes and then becomes one tool call
+// (or content again, if its JSON does not parse). Special tokens never appear in content (vLLM's
+// skip_special_tokens default), but every token, special or not, is listed in the logprobs, which are
+// what makes a choice trainable.
+type choiceBuilder struct {
+	index      int
+	parseTools bool
+	callStart  int
+	callEnd    int
+	isSpecial  func(id int) bool
+	emit       func(Delta) error // nil when not streaming
+
+	pending []engine.SampledToken // content tokens not yet released
+	inCall  bool
+	call    []engine.SampledToken // the open tool-call block, <tool_call> included
+
+	content  strings.Builder
+	calls    []trainyard.ToolCall
+	logprobs []trainyard.TokenLogprob
+}
+
+// push takes the next token of the completion.
+func (b *choiceBuilder) push(t engine.SampledToken) error {
+	switch {
+	case b.inCall:
+		b.call = append(b.call, t)
+		if t.ID == b.callEnd {
+			return b.closeCall()
+		}
+		return nil
+	case b.parseTools && t.ID == b.callStart:
+		if err := b.release(len(b.pending)); err != nil {
+			return err
+		}
+		b.inCall, b.call = true, append(b.call[:0], t)
+		return nil
+	}
+	b.pending = append(b.pending, t)
+	return b.release(completeTokens(b.pending))
+}
+
+// finish releases whatever is held (an unterminated call block becomes content) and sends the finish
+// reason. It returns the choice.
+func (b *choiceBuilder) finish(engineReason string) (trainyard.Choice, error) {
+	if b.inCall {
+		b.pending, b.inCall = append(b.pending, b.call...), false
+	}
+	if err := b.release(len(b.pending)); err != nil {
+		return trainyard.Choice{}, err
+	}
+	reason := engineReason
+	if reason == "stop" && len(b.calls) > 0 {
+		reason = "tool_calls"
+	}
+	if b.emit != nil {
+		if err := b.emit(Delta{Index: b.index, FinishReason: reason}); err != nil {
+			return trainyard.Choice{}, err
+		}
+	}
+	msg := trainyard.Message{Role: "assistant", ToolCalls: b.calls}
+	if text := b.content.String(); text != "" || len(b.calls) == 0 {
+		msg.Content = trainyard.TextContent(text) // OpenAI sends null content next to tool calls
+	}
+	lps := b.logprobs
+	if lps == nil {
+		lps = []trainyard.TokenLogprob{}
+	}
+	return trainyard.Choice{Index: b.index, Message: msg, FinishReason: reason,
+		Logprobs: &trainyard.ChoiceLogprobs{Content: lps}}, nil
+}
+
+// release sends the first n pending tokens as content.
+func (b *choiceBuilder) release(n int) error {
+	if n == 0 {
+		return nil
+	}
+	toks := b.pending[:n]
+	var text strings.Builder
+	for _, t := range toks {
+		if !b.isSpecial(t.ID) {
+			text.Write(t.Bytes)
+		}
+	}
+	lps := wireLogprobs(toks)
+	b.pending = append(b.pending[:0], b.pending[n:]...)
+	b.content.WriteString(text.String())
+	b.logprobs = append(b.logprobs, lps...)
+	if b.emit == nil {
+		return nil
+	}
+	return b.emit(Delta{Index: b.index, Content: text.String(), Logprobs: lps})
+}
+
+// closeCall parses the finished block with the engine's parser: one well-formed call becomes a tool call,
+// anything else stays content so nothing the model wrote is lost.
+func (b *choiceBuilder) closeCall() error {
+	block := b.call
+	b.call, b.inCall = nil, false
+	var text strings.Builder
+	for _, t := range block {
+		text.Write(t.Bytes)
+	}
+	rest, calls := engine.ParseToolCalls(text.String())
+	if len(calls) != 1 || strings.TrimSpace(rest) != "" {
+		b.pending = append(b.pending, block...)
+		return b.release(len(b.pending))
+	}
+	call := trainyard.ToolCall{ID: newCallID(), Type: "function",
+		Function: trainyard.FunctionCall{Name: calls[0].Name, Arguments: calls[0].Arguments}}
+	lps := wireLogprobs(block)
+	b.calls = append(b.calls, call)
+	b.logprobs = append(b.logprobs, lps...)
+	if b.emit == nil {
+		return nil
+	}
+	return b.emit(Delta{Index: b.index, ToolCalls: []ToolCallDelta{{Index: len(b.calls) - 1, ToolCall: call}},
+		Logprobs: lps})
+}
+
+// completeTokens returns how many leading tokens can be released without splitting a UTF-8 character
+// across deltas (JSON strings must be valid UTF-8; the byte-level tokenizer writes characters bytewise).
+func completeTokens(toks []engine.SampledToken) int {
+	n := len(toks)
+	// An unfinished character has at most 3 bytes, each its own byte token at the end of the list.
+	for i := n - 1; i >= 0 && i >= n-3; i-- {
+		bs := toks[i].Bytes
+		if len(bs) != 1 {
+			break
+		}
+		if utf8.RuneStart(bs[0]) {
+			var tail []byte
+			for _, t := range toks[i:] {
+				tail = append(tail, t.Bytes...)
+			}
+			if bs[0] >= utf8.RuneSelf && !utf8.FullRune(tail) {
+				return i
+			}
+			break
+		}
+	}
+	return n
+}
+
+// wireLogprobs writes tokens the way the hosted stack does: "token_id:<id>", so a Choice pasted into a
+// trajectory gives back the exact sampled ids.
+func wireLogprobs(toks []engine.SampledToken) []trainyard.TokenLogprob {
+	out := make([]trainyard.TokenLogprob, len(toks))
+	for i, t := range toks {
+		top := make([]trainyard.TopLogprob, len(t.Top))
+		for j, a := range t.Top {
+			top[j] = trainyard.TopLogprob{Token: tokenName(a.ID), Logprob: wireLogprob(a.Logprob), Bytes: byteInts(a.Bytes)}
+		}
+		out[i] = trainyard.TokenLogprob{Token: tokenName(t.ID), Logprob: wireLogprob(t.Logprob),
+			Bytes: byteInts(t.Bytes), TopLogprobs: top}
+	}
+	return out
+}
+
+func tokenName(id int) string { return "token_id:" + strconv.Itoa(id) }
+
+// minLogprob stands in for -Inf, which JSON cannot carry (the OpenAPI document's default).
+const minLogprob = -9999.0
+
+// wireLogprob converts a float32 logprob to the float64 with the same shortest decimal form, so the JSON
+// carries -0.25 rather than float32 noise such as -0.25000000372529.
+func wireLogprob(lp float32) float64 {
+	if math.IsNaN(float64(lp)) || lp < minLogprob {
+		return minLogprob
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(lp), 'g', -1, 32), 64)
+	return v
+}
+
+func byteInts(bs []byte) []int {
+	out := make([]int, len(bs))
+	for i, c := range bs {
+		out[i] = int(c)
+	}
+	return out
+}
+
+// newCallID returns an OpenAI-style tool call id, "call_" and 24 random characters.
+func newCallID() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "call_" + string(b[:])
+}

@@ -1,0 +1,158 @@
+package serving
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/tokenizer"
+)
+
+var testTok = tokenizer.New()
+
+// toks spells text as byte tokens; "<tool_call>", "</tool_call>" and "<|pad|>" become their special ids.
+func toks(text string) []engine.SampledToken {
+	specials := []string{tokenizer.ToolCallStart, tokenizer.ToolCallEnd, tokenizer.Pad}
+	var out []engine.SampledToken
+	for len(text) > 0 {
+		matched := false
+		for _, sp := range specials {
+			if strings.HasPrefix(text, sp) {
+				id := testTok.Special(sp)
+				out = append(out, engine.SampledToken{TokenLogprob: engine.TokenLogprob{ID: id, Bytes: testTok.TokenBytes(id), Logprob: -1}})
+				text, matched = text[len(sp):], true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, engine.SampledToken{TokenLogprob: engine.TokenLogprob{ID: int(text[0]), Bytes: []byte{text[0]}, Logprob: -0.5}})
+			text = text[1:]
+		}
+	}
+	return out
+}
+
+// build runs a builder over tokens, returning the deltas and the choice.
+func build(t *testing.T, parseTools bool, tokens []engine.SampledToken, reason string) ([]Delta, trainyard.Choice) {
+	t.Helper()
+	var deltas []Delta
+	b := &choiceBuilder{parseTools: parseTools, isSpecial: testTok.IsSpecial,
+		callStart: testTok.Special(tokenizer.ToolCallStart), callEnd: testTok.Special(tokenizer.ToolCallEnd),
+		emit: func(d Delta) error { deltas = append(deltas, d); return nil }}
+	plain := &choiceBuilder{parseTools: parseTools, isSpecial: b.isSpecial, callStart: b.callStart, callEnd: b.callEnd}
+	for _, tk := range tokens {
+		if err := b.push(tk); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.push(tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := b.finish(reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := plain.finish(reason)
+	// The streamed deltas add up to the non-streamed choice, token for token.
+	var content strings.Builder
+	var lps []trainyard.TokenLogprob
+	var calls []trainyard.ToolCall
+	for _, d := range deltas {
+		if !utf8.ValidString(d.Content) {
+			t.Errorf("delta content %q is not valid UTF-8", d.Content)
+		}
+		content.WriteString(d.Content)
+		lps = append(lps, d.Logprobs...)
+		for _, c := range d.ToolCalls {
+			calls = append(calls, c.ToolCall)
+		}
+	}
+	if got := want.Message.Content.Text(); content.String() != got {
+		t.Errorf("streamed content %q, non-streamed %q", content.String(), got)
+	}
+	if len(lps) != len(tokens) || len(want.Logprobs.Content) != len(tokens) {
+		t.Errorf("%d streamed / %d non-streamed logprobs for %d tokens", len(lps), len(want.Logprobs.Content), len(tokens))
+	}
+	if len(calls) != len(want.Message.ToolCalls) {
+		t.Errorf("%d streamed calls, %d non-streamed", len(calls), len(want.Message.ToolCalls))
+	}
+	if last := deltas[len(deltas)-1]; last.FinishReason != ch.FinishReason || ch.FinishReason != want.FinishReason {
+		t.Errorf("finish reasons: last delta %q, choice %q, non-streamed %q", last.FinishReason, ch.FinishReason, want.FinishReason)
+	}
+	return deltas, ch
+}
+
+func TestChoiceBuilderHoldsSplitCharacters(t *testing.T) {
+	t.Parallel()
+	deltas, ch := build(t, false, toks("h\u00e9llo 🚀"), "stop")
+	if got := ch.Message.Content.Text(); got != "h\u00e9llo 🚀" {
+		t.Fatalf("content %q", got)
+	}
+	if deltas[1].Content != "\u00e9" || len(deltas[1].Logprobs) != 2 {
+		t.Fatalf("second delta %+v, want é with the logprobs of its 2 byte tokens", deltas[1])
+	}
+	lp := ch.Logprobs.Content[0]
+	if lp.Token != "token_id:104" || lp.Logprob != -0.5 || len(lp.Bytes) != 1 || lp.Bytes[0] != 'h' || lp.TopLogprobs == nil {
+		t.Fatalf("first logprob %+v", lp)
+	}
+	if ch.FinishReason != "stop" || ch.Message.Role != "assistant" {
+		t.Fatalf("choice %+v", ch)
+	}
+}
+
+func TestChoiceBuilderParsesToolCalls(t *testing.T) {
+	t.Parallel()
+	tokens := toks(`Let me look.<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`)
+	deltas, ch := build(t, true, tokens, "stop")
+	if ch.FinishReason != "tool_calls" || ch.Message.Content.Text() != "Let me look." || len(ch.Message.ToolCalls) != 1 {
+		t.Fatalf("choice %+v", ch)
+	}
+	call := ch.Message.ToolCalls[0]
+	var args map[string]string
+	if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || args["city"] != "Paris" ||
+		call.Function.Name != "get_weather" || call.Type != "function" || !strings.HasPrefix(call.ID, "call_") || len(call.ID) != 29 {
+		t.Fatalf("call %+v (%v)", call, err)
+	}
+	last := deltas[len(deltas)-2]
+	if len(last.ToolCalls) != 1 || last.ToolCalls[0].Index != 0 || len(last.Logprobs) != len(toks(`<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`)) {
+		t.Fatalf("tool call delta %+v", last)
+	}
+}
+
+func TestChoiceBuilderToolCallsWithoutContentHaveNullContent(t *testing.T) {
+	t.Parallel()
+	_, ch := build(t, true, toks(`<tool_call>{"name":"a","arguments":{}}</tool_call><tool_call>{"name":"b","arguments":{}}</tool_call>`), "stop")
+	if !ch.Message.Content.IsZero() || len(ch.Message.ToolCalls) != 2 || ch.Message.ToolCalls[0].ID == ch.Message.ToolCalls[1].ID {
+		t.Fatalf("choice message %+v", ch.Message)
+	}
+	js, _ := json.Marshal(ch.Message)
+	if !strings.Contains(string(js), `"content":null`) {
+		t.Fatalf("message JSON %s, want null content", js)
+	}
+}
+
+func TestChoiceBuilderKeepsBrokenCallsAsContent(t *testing.T) {
+	t.Parallel()
+	_, ch := build(t, true, toks(`<tool_call>not json</tool_call>`), "stop")
+	if ch.FinishReason != "stop" || len(ch.Message.ToolCalls) != 0 || ch.Message.Content.Text() != "not json" {
+		t.Fatalf("choice %+v", ch)
+	}
+	_, ch = build(t, true, toks(`ok<tool_call>{"name":"a"`), "length")
+	if ch.FinishReason != "length" || ch.Message.Content.Text() != `ok{"name":"a"` {
+		t.Fatalf("unterminated call: %+v", ch)
+	}
+}
+
+func TestChoiceBuilderWithoutToolParsingAndSpecials(t *testing.T) {
+	t.Parallel()
+	_, ch := build(t, false, toks(`a<|pad|>b<tool_call>{"name":"x","arguments":{}}</tool_call>`), "stop")
+	if len(ch.Message.ToolCalls) != 0 || ch.Message.Content.Text() != `ab{"name":"x","arguments":{}}` || ch.FinishReason != "stop" {
+		t.Fatalf("choice %+v", ch)
+	}
+	if got := ch.Logprobs.Content[1].Token; got != "token_id:261" {
+		t.Fatalf("the special token is listed as %q, want token_id:261", got)
+	}
+}

@@ -1,0 +1,114 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/tokenizer"
+)
+
+// Generation is an admitted request, ready to sample. It holds a concurrency slot until Close.
+type Generation struct {
+	req        Request
+	target     *Target
+	base       *engine.Base
+	adapter    *engine.Adapter
+	prompt     []int
+	params     engine.SampleParams
+	parseTools bool
+	release    func()
+}
+
+// PromptTokens returns the length of the rendered prompt.
+func (g *Generation) PromptTokens() int { return len(g.prompt) }
+
+// Target returns what the model name resolved to.
+func (g *Generation) Target() *Target { return g.target }
+
+// Close frees the generation's concurrency slot. It is safe to call more than once.
+func (g *Generation) Close() {
+	if g.release != nil {
+		g.release()
+	}
+}
+
+// Run samples the completions. When emit is not nil, it receives every delta as soon as its tokens are
+// final, serialised, in token order per choice; an error from emit (the client went away) stops sampling
+// and is returned. Cancelling ctx stops sampling too, between tokens.
+func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tok := g.base.Tokenizer()
+	builders := make([]*choiceBuilder, g.params.N)
+	for i := range builders {
+		builders[i] = &choiceBuilder{index: i, parseTools: g.parseTools, emit: emit, isSpecial: tok.IsSpecial,
+			callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd)}
+	}
+	var emitErr error
+	onToken := func(i int, t engine.SampledToken) {
+		if emitErr != nil {
+			return
+		}
+		if emitErr = builders[i].push(t); emitErr != nil {
+			cancel()
+		}
+	}
+	comps, err := g.base.Sample(ctx, g.adapter, g.prompt, g.params, onToken)
+	switch {
+	case emitErr != nil:
+		return nil, emitErr
+	case errors.Is(err, engine.ErrContextOverflow):
+		return nil, trainyard.WrapError(trainyard.EBADREQUEST, err, "The prompt and max_tokens exceed the model's context length of %d tokens.", g.base.ContextLength())
+	case err != nil:
+		return nil, fmt.Errorf("sample %s: %w", g.req.Model, err)
+	}
+	res := &Result{Choices: make([]trainyard.Choice, len(comps)), Usage: Usage{PromptTokens: len(g.prompt)}}
+	for i, c := range comps {
+		if res.Choices[i], err = builders[c.Index].finish(c.FinishReason); err != nil {
+			return nil, err
+		}
+		res.Usage.CompletionTokens += len(c.Tokens)
+	}
+	return res, nil
+}
+
+// constrain installs the sampling constraint the request needs: a forced tool call for tool_choice
+// "required" or a named function, else a JSON object for response_format json_object. It refuses a token
+// budget too small for the shortest valid output, so a constrained choice always finishes complete.
+func (g *Generation) constrain() error {
+	tok := g.base.Tokenizer()
+	var gr grammar
+	what := "response_format json_object"
+	switch mode := g.req.ToolChoice.Mode; {
+	case g.parseTools && (mode == ToolChoiceRequired || mode == ToolChoiceFunction):
+		names := []string{g.req.ToolChoice.Name}
+		if mode == ToolChoiceRequired {
+			names = names[:0]
+			for _, t := range g.req.Tools {
+				names = append(names, t.Function.Name)
+			}
+		}
+		gr = newToolCallGrammar(tok.Special(tokenizer.ToolCallStart), tok.Special(tokenizer.ToolCallEnd), names,
+			g.req.ParallelToolCalls)
+		what = "tool_choice " + mode
+	case g.req.JSONObject:
+		gr = jsonGrammar{}
+	default:
+		return nil
+	}
+	budget := g.base.ContextLength() - len(g.prompt)
+	if g.req.MaxTokens > 0 {
+		budget = min(budget, g.req.MaxTokens)
+	}
+	if need := minBudget(gr); budget < need {
+		return trainyard.Errorf(trainyard.EBADREQUEST,
+			"%s needs at least %d completion tokens, but only %d are available: raise max_tokens or shorten the messages.",
+			what, need, budget)
+	}
+	stops := tok.StopTokens()
+	g.params.Constraint = func(int) engine.Constraint { return newConstraint(gr, budget, stops) }
+	return nil
+}

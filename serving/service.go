@@ -1,0 +1,199 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvConcurrency           = "TRAINYARD_CHAT_CONCURRENCY"
+	EnvPerAccountConcurrency = "TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT"
+	EnvAdapterCacheBytes     = "TRAINYARD_ADAPTER_CACHE_BYTES"
+)
+
+// DefaultAdapterCacheBytes bounds the adapters kept loaded when Config.AdapterCacheBytes is zero. A rank-8
+// adapter of the built-in model is about 1 MiB, so this holds a few hundred checkpoints.
+const DefaultAdapterCacheBytes = 256 << 20
+
+// Config holds the serving settings; the zero value is usable.
+type Config struct {
+	// Concurrency caps the generations in flight across all accounts; past it requests get 429. Zero
+	// means 2 × GOMAXPROCS: sampling is CPU-bound, so more would only slow every stream down.
+	Concurrency int
+	// PerAccountConcurrency caps one account's generations in flight; zero means Concurrency.
+	PerAccountConcurrency int
+	// AdapterCacheBytes bounds the loaded adapters kept in memory; zero means DefaultAdapterCacheBytes.
+	AdapterCacheBytes int64
+	// BaseModels are the base model names served; nil means engine.BuiltinNames().
+	BaseModels []string
+	// OpenBase opens a base model by name; nil means engine.OpenBuiltin.
+	OpenBase func(name string) (*engine.Base, error)
+}
+
+// ConfigFromEnv reads EnvConcurrency, EnvPerAccountConcurrency and EnvAdapterCacheBytes; unset
+// variables keep their zero default.
+func ConfigFromEnv() (Config, error) {
+	conc, err1 := envInt(EnvConcurrency)
+	perAccount, err2 := envInt(EnvPerAccountConcurrency)
+	cacheBytes, err3 := envInt(EnvAdapterCacheBytes)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Config{}, err
+	}
+	return Config{Concurrency: int(conc), PerAccountConcurrency: int(perAccount), AdapterCacheBytes: cacheBytes}, nil
+}
+
+func envInt(name string) (int64, error) {
+	s := os.Getenv(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: want a non-negative integer", name, s)
+	}
+	return n, nil
+}
+
+// Service serves chat completions. It is safe for concurrent use.
+type Service struct {
+	cfg      Config
+	log      *zap.Logger
+	resolver resolver
+	bases    *bases
+	adapters *adapters
+	limit    *limiter
+}
+
+// New builds the service over the model store (resolution) and the blob store (adapter weights).
+func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log *zap.Logger) *Service {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 2 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.PerAccountConcurrency <= 0 {
+		cfg.PerAccountConcurrency = cfg.Concurrency
+	}
+	if cfg.AdapterCacheBytes <= 0 {
+		cfg.AdapterCacheBytes = DefaultAdapterCacheBytes
+	}
+	if cfg.BaseModels == nil {
+		cfg.BaseModels = engine.BuiltinNames()
+	}
+	if cfg.OpenBase == nil {
+		cfg.OpenBase = engine.OpenBuiltin
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	b := newBases(cfg.BaseModels, cfg.OpenBase)
+	return &Service{cfg: cfg, log: log, bases: b, resolver: resolver{models: models, isBase: b.has},
+		adapters: newAdapters(blobs, cfg.AdapterCacheBytes), limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency)}
+}
+
+// BaseModels returns the base model names served.
+func (s *Service) BaseModels() []string { return append([]string(nil), s.cfg.BaseModels...) }
+
+// Start admits a request and prepares its generation: it takes a concurrency slot (ELIMIT past the caps),
+// resolves the model (ENOTFOUND), loads the adapter, renders the prompt and checks it fits the context
+// (EBADREQUEST). Everything a client can get wrong fails here, before a streaming answer has begun. The
+// caller must Close the generation.
+func (s *Service) Start(ctx context.Context, req Request) (*Generation, error) {
+	release, err := s.limit.acquire(req.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.prepare(ctx, req)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	g.release = release
+	return g, nil
+}
+
+func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error) {
+	target, err := s.resolver.resolve(ctx, req.AccountID, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	base, err := s.bases.get(target.Base)
+	if err != nil {
+		return nil, err
+	}
+	g := &Generation{req: req, base: base, target: target}
+	if target.Checkpoint != nil {
+		if g.adapter, err = s.adapters.get(ctx, base, req.Model, target.Checkpoint); err != nil {
+			return nil, err
+		}
+	}
+	msgs, tools := engineMessages(req.Messages), engineTools(req.Tools)
+	if len(req.Tools) > 0 && req.ToolChoice.Mode == ToolChoiceNone {
+		// vLLM's behaviour: the model still sees the tools, its output is not parsed.
+		g.parseTools = false
+	} else {
+		g.parseTools = len(req.Tools) > 0
+	}
+	if g.prompt, err = base.RenderPrompt(msgs, tools); err != nil {
+		if errors.Is(err, engine.ErrInvalidInput) {
+			return nil, trainyard.WrapError(trainyard.EBADREQUEST, err, "The messages cannot be rendered for this model: %v", err)
+		}
+		return nil, fmt.Errorf("render prompt: %w", err)
+	}
+	if err := g.checkContext(); err != nil {
+		return nil, err
+	}
+	g.params = sampleParams(req)
+	if err := g.constrain(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// checkContext answers an overflow with OpenAI's wording, before any sampling.
+func (g *Generation) checkContext() error {
+	ctxLen, n := g.base.ContextLength(), len(g.prompt)
+	if n >= ctxLen || n+g.req.MaxTokens > ctxLen {
+		return trainyard.Errorf(trainyard.EBADREQUEST,
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			ctxLen, n+g.req.MaxTokens, n, g.req.MaxTokens)
+	}
+	return nil
+}
+
+func sampleParams(req Request) engine.SampleParams {
+	seed := rand.Int64()
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	return engine.SampleParams{Temperature: float32(req.Temperature), TopP: float32(req.TopP), TopK: req.TopK,
+		Seed: seed, MaxTokens: req.MaxTokens, Stop: req.Stop, N: max(req.N, 1), TopLogprobs: req.TopLogprobs}
+}
+
+func engineMessages(in []trainyard.Message) []engine.Message {
+	out := make([]engine.Message, len(in))
+	for i, m := range in {
+		out[i] = engine.Message{Role: m.Role, Content: m.Content.Text(), Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+	}
+	return out
+}
+
+func engineTools(in []trainyard.Tool) []engine.Tool {
+	out := make([]engine.Tool, len(in))
+	for i, t := range in {
+		out[i] = engine.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}
+	}
+	return out
+}
