@@ -16,8 +16,9 @@ func packA(dst []float32, a []float32, lda int, transA bool, i0, rows, p0, kc, m
 	}
 	for r := 0; r < rows; r++ {
 		src := a[(i0+r)*lda+p0 : (i0+r)*lda+p0+kc]
-		for p, v := range src {
-			dst[p*mr+r] = v
+		d := dst[r:]
+		for p := 0; p < len(src) && p*mr < len(d); p++ { // the second bound lets the compiler drop the check
+			d[p*mr] = src[p]
 		}
 	}
 	for r := rows; r < mr; r++ {

@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -28,6 +29,38 @@ func TestSgemmShapes(t *testing.T) {
 					g.check(t, "Sgemm", Sgemm)
 				}
 			}
+		}
+	}
+}
+
+// TestSgemmConcurrent runs parallel-sized products from several goroutines at once (as the engine does for
+// attention heads) and then checks every result, so shared state (buffer pools, worker accounting) is
+// exercised.
+func TestSgemmConcurrent(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(23, 24))
+	cases := make([]gemmCase, 6)
+	results := make([][3][]float32, len(cases))
+	for i := range cases {
+		cases[i] = newGemmCase(rng, i%2 == 0, i%3 == 0, 100+i, 130, 96, 1, 0.5, i%2)
+	}
+	var wg sync.WaitGroup
+	for i, g := range cases {
+		wg.Go(func() {
+			for r := range results[i] {
+				c := append([]float32(nil), g.c...)
+				Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, c, g.ldc)
+				results[i][r] = c
+			}
+		})
+	}
+	wg.Wait()
+	for i, g := range cases {
+		for _, res := range results[i] {
+			g.check(t, "concurrent Sgemm", func(_, _ bool, _, _, _ int, _ float32, _ []float32, _ int, _ []float32,
+				_ int, _ float32, c []float32, _ int) {
+				copy(c, res)
+			})
 		}
 	}
 }
