@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/trainyard/trainyard/engine/linalg"
+)
 
 // ropeTable caches cos/sin of position·θ^(-2i/headDim) for every position and frequency.
 type ropeTable struct {
@@ -79,19 +83,19 @@ func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int) {
 	}
 }
 
-func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
-
-// swiglu writes a = silu(g)·u.
+// swiglu writes a = silu(g)·u = g·σ(g)·u (σ computed into a first, vectorised in linalg).
 func swiglu(a, g, u []float32) {
+	linalg.Sigmoid(a, g)
 	for i, gv := range g {
-		a[i] = gv * sigmoid(gv) * u[i]
+		a[i] *= gv * u[i]
 	}
 }
 
-// swigluBack writes dg and du from da: d silu(g)/dg = σ(g)·(1 + g·(1 − σ(g))).
+// swigluBack writes dg and du from da: d silu(g)/dg = σ(g)·(1 + g·(1 − σ(g))) (σ staged in dg).
 func swigluBack(dg, du, da, g, u []float32) {
+	linalg.Sigmoid(dg, g)
 	for i, gv := range g {
-		s := sigmoid(gv)
+		s := dg[i]
 		du[i] = da[i] * gv * s
 		dg[i] = da[i] * u[i] * s * (1 + gv*(1-s))
 	}
@@ -99,19 +103,6 @@ func swigluBack(dg, du, da, g, u []float32) {
 
 // softmaxCausalRow turns row[0..=i] into probabilities in place and zeroes row[i+1..].
 func softmaxCausalRow(row []float32, i int) {
-	mx := row[0]
-	for _, v := range row[1 : i+1] {
-		mx = max(mx, v)
-	}
-	var sum float32
-	for j := 0; j <= i; j++ {
-		e := expf(row[j] - mx)
-		row[j] = e
-		sum += e
-	}
-	inv := 1 / sum
-	for j := 0; j <= i; j++ {
-		row[j] *= inv
-	}
+	linalg.Softmax(row[:i+1])
 	clear(row[i+1:])
 }
