@@ -41,6 +41,10 @@ func (e *Errors) Query(q url.Values, name string) Node {
 	return e.At(vs[len(vs)-1], "query", name)
 }
 
+// Errors returns the collector the node records into, e.g. to tell
+// whether a sub-check found anything (compare Len before and after).
+func (n Node) Errors() *Errors { return n.errs }
+
 // Loc returns a copy of the node's location.
 func (n Node) Loc() []any { return append([]any(nil), n.loc...) }
 
@@ -79,6 +83,12 @@ func (n Node) Fail(typ, msg string, ctx map[string]any) {
 // ValueError(msg) would: type "value_error", msg "Value error, <msg>".
 func (n Node) Invalid(msg string) {
 	n.Fail("value_error", "Value error, "+msg, map[string]any{"error": msg})
+}
+
+// Member returns the node's value at loc+tag, for reporting which member
+// of a union an error belongs to, as pydantic does (["...","content","str"]).
+func (n Node) Member(tag string) Node {
+	return n.child(tag, n.val, n.present, n.parent)
 }
 
 // child returns the node at loc+key holding val.

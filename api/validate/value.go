@@ -3,6 +3,8 @@ package validate
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 )
 
 // The decoded form of a JSON document is made of these Go values:
@@ -20,8 +22,16 @@ import (
 // Number is a JSON number kept as its source text.
 type Number string
 
-// MarshalJSON writes the number as it was received.
-func (n Number) MarshalJSON() ([]byte, error) { return []byte(n), nil }
+// MarshalJSON writes the number as it was received, except one too large
+// for a float64 (1e999), which is written as a string: most JSON decoders
+// (Go's included) reject such a number, so echoing it in an error would
+// make the whole error body unreadable.
+func (n Number) MarshalJSON() ([]byte, error) {
+	if f, err := strconv.ParseFloat(string(n), 64); err != nil && math.IsInf(f, 0) {
+		return json.Marshal(string(n))
+	}
+	return []byte(n), nil
+}
 
 // IsInteger reports whether the number was written without a fraction or
 // exponent, which is what makes Python's json module produce an int.

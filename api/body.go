@@ -1,0 +1,75 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/api/validate"
+)
+
+// errUnreadableBody is FastAPI's answer to a body it cannot read as text.
+var errUnreadableBody = trainyard.Errorf(trainyard.EBADREQUEST, "There was an error parsing the body")
+
+// readBody reads the whole request body, refusing more than
+// Config.MaxBodyBytes with ETOOLARGE (413) before or while reading.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	tooLarge := trainyard.Errorf(trainyard.ETOOLARGE, "Request body too large: the limit is %d bytes.", limit)
+	if c.Request.ContentLength > limit {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if n := c.Request.ContentLength; n > 0 {
+		buf.Grow(int(n))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge
+	case err != nil && c.Request.Context().Err() != nil:
+		return nil, fmt.Errorf("read body: %w", c.Request.Context().Err())
+	case err != nil && !errors.Is(err, io.EOF):
+		return nil, trainyard.WrapError(trainyard.EBADREQUEST, err, "There was an error parsing the body")
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeBody reads and parses the JSON body and returns its node at
+// ["body"]. Like FastAPI, an empty body is an absent one (its check reports
+// "Field required" at ["body"]), malformed JSON is a 422 json_invalid at
+// ["body", position], and a body that is not UTF-8 text is a 400. The
+// returned bytes back the raw spans of decoded objects.
+func (s *Server) decodeBody(c *gin.Context, errs *validate.Errors) (validate.Node, error) {
+	raw, err := s.readBody(c)
+	if err != nil {
+		return validate.Node{}, err
+	}
+	if len(raw) == 0 {
+		return errs.Absent(nil, "body"), nil
+	}
+	v, err := validate.Decode(raw)
+	var se *validate.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return validate.Node{}, validate.FromDecodeError(se)
+	case errors.Is(err, validate.ErrEncoding):
+		return validate.Node{}, errUnreadableBody
+	case err != nil:
+		return validate.Node{}, fmt.Errorf("decode body: %w", err)
+	}
+	return errs.At(v, "body"), nil
+}
+
+// pathUUID validates the path parameter name as a UUID at ["path", name]
+// and returns its canonical form ("" after recording an error).
+func pathUUID(c *gin.Context, errs *validate.Errors, name string) string {
+	id, _ := errs.At(c.Param(name), "path", name).UUID()
+	return id
+}

@@ -1,0 +1,86 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/trainyard/trainyard/api"
+)
+
+func TestHealthNeedsNoKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	res := e.call("GET", "/v1/health", nil, as(""))
+	mustStatus(t, res, http.StatusOK)
+	if got := res.JSON(t)["status"]; got != "ok" {
+		t.Errorf("status field = %v, want ok", got)
+	}
+}
+
+func TestSystemCheckReportsEachComponent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	res := e.call("GET", "/v1/system-check", nil, as(""))
+	mustStatus(t, res, http.StatusOK)
+	body := res.JSON(t)
+	if body["api"] != true {
+		t.Errorf("api = %v, want true", body["api"])
+	}
+	for _, name := range []string{"database", "storage"} {
+		c, ok := body[name].(map[string]any)
+		if !ok {
+			t.Fatalf("%s missing from %s", name, res.Body)
+		}
+		if c["success"] != true || c["error"] != nil {
+			t.Errorf("%s = %v, want success without error", name, c)
+		}
+		if d, ok := c["duration"].(float64); !ok || d < 0 {
+			t.Errorf("%s duration = %v, want milliseconds", name, c["duration"])
+		}
+	}
+}
+
+func TestSystemCheckFailureIs503(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	e := newEnv(t, func(cfg *api.Config, deps *api.Deps) {
+		cfg.SystemCheckTimeout = 100 * time.Millisecond
+		// Probes that answer at once, so a loaded machine cannot make the
+		// healthy one miss the short deadline.
+		deps.Checks = append([]api.HealthCheck{},
+			api.HealthCheck{Name: "database", Check: func(context.Context) error { return nil }},
+			api.HealthCheck{Name: "temporal", Check: func(context.Context) error {
+				return errors.New("dial tcp 127.0.0.1:7233: connection refused")
+			}},
+			// A probe that ignores its deadline must not hold the answer.
+			api.HealthCheck{Name: "queue:trainyard-gpu", Check: func(context.Context) error {
+				<-release
+				return nil
+			}},
+			api.HealthCheck{Name: "queue:trainyard-cpu", Check: func(context.Context) error {
+				panic("probe bug")
+			}},
+		)
+	})
+	res := e.call("GET", "/v1/system-check", nil, as(""))
+	mustStatus(t, res, http.StatusServiceUnavailable)
+	body := res.JSON(t)
+	wantErr := map[string]string{
+		"temporal":            "dial tcp 127.0.0.1:7233: connection refused",
+		"queue:trainyard-gpu": "timed out after 100ms",
+		"queue:trainyard-cpu": "check panicked: probe bug",
+	}
+	for name, want := range wantErr {
+		c := body[name].(map[string]any)
+		if c["success"] != false || c["error"] != want {
+			t.Errorf("%s = %v, want failure %q", name, c, want)
+		}
+	}
+	if db := body["database"].(map[string]any); db["success"] != true {
+		t.Errorf("database = %v, want success", db)
+	}
+}

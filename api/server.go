@@ -1,0 +1,126 @@
+// Package api is trainyard's HTTP API: the W&B Training ("serverless RL")
+// routes on Gin, answering with the bodies the hosted service's OpenAPI
+// document describes, FastAPI-shaped errors included.
+//
+// A Server holds its dependencies as the store interfaces of the root
+// package; handlers are its methods, one file per resource, and routes.go
+// lists every route. Request bodies are decoded and validated by the
+// api/validate package, so a bad body gets the same 422 the hosted service
+// (FastAPI + pydantic) would send.
+package api
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is
+// zero.
+const DefaultMaxBodyBytes = 64 << 20
+
+// DefaultSystemCheckTimeout bounds each system-check probe when
+// Config.SystemCheckTimeout is zero.
+const DefaultSystemCheckTimeout = 5 * time.Second
+
+// Config holds the API's settings. The zero value is usable.
+type Config struct {
+	// MaxBodyBytes limits request bodies; larger ones get 413. Default 64 MiB.
+	MaxBodyBytes int64
+	// BaseModels are the base_model names a model may be created from. When
+	// empty, any name is accepted.
+	BaseModels []string
+	// SystemCheckTimeout bounds each probe of /v1/system-check. Default 5s.
+	SystemCheckTimeout time.Duration
+	// MaxCheckpointSteps bounds the steps list of one checkpoint deletion.
+	// Default 10000.
+	MaxCheckpointSteps int
+}
+
+// HealthCheck is one probe of /v1/system-check, e.g. "database" or a
+// worker task queue. Check must honour ctx's deadline.
+type HealthCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps are the services the API uses. Stores are required for the routes
+// that use them; Logger defaults to a no-op logger.
+type Deps struct {
+	Accounts trainyard.AccountStore
+	Models   trainyard.ModelStore
+	Logs     trainyard.LogStore
+	Jobs     trainyard.JobStore
+	Events   trainyard.EventStore
+	Blobs    trainyard.BlobStore
+	Checks   []HealthCheck
+	Logger   *zap.Logger
+}
+
+// Server is the HTTP API. Create it with New and serve Handler.
+type Server struct {
+	cfg    Config
+	deps   Deps
+	log    *zap.Logger
+	engine *gin.Engine
+	// baseModels is Config.BaseModels as a set, nil when any name goes.
+	baseModels map[string]bool
+}
+
+// New builds the server and its routes.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.SystemCheckTimeout <= 0 {
+		cfg.SystemCheckTimeout = DefaultSystemCheckTimeout
+	}
+	if cfg.MaxCheckpointSteps <= 0 {
+		cfg.MaxCheckpointSteps = 10000
+	}
+	log := deps.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{cfg: cfg, deps: deps, log: log}
+	if len(cfg.BaseModels) > 0 {
+		s.baseModels = make(map[string]bool, len(cfg.BaseModels))
+		for _, b := range cfg.BaseModels {
+			s.baseModels[b] = true
+		}
+	}
+	s.engine = s.newEngine()
+	s.routes()
+	return s
+}
+
+// Handler returns the http.Handler serving the API.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+func (s *Server) newEngine() *gin.Engine {
+	// Gin's debug mode prints every route on start-up; only an explicit
+	// GIN_MODE turns it back on.
+	if os.Getenv(gin.EnvGinMode) == "" {
+		gin.SetMode(gin.ReleaseMode)
+	}
+	e := gin.New()
+	// Unknown methods on known paths are 405 like Starlette, and a path
+	// that differs by a trailing slash is simply not found rather than
+	// redirected, so every answer is JSON.
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	// The client address comes from the connection, never from headers a
+	// client can forge.
+	_ = e.SetTrustedProxies(nil)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic)
+	e.NoRoute(func(c *gin.Context) { s.writeDetail(c, http.StatusNotFound, "Not Found") })
+	e.NoMethod(func(c *gin.Context) { s.writeDetail(c, http.StatusMethodNotAllowed, "Method Not Allowed") })
+	return e
+}
