@@ -20,7 +20,7 @@ import (
 // therefore resumes from exactly the state it last stored.
 
 // stateFile names one file of the in-progress state after done steps.
-func stateFile(done int, name string) string { return fmt.Sprintf("state/%06d/%s", done, name) }
+func stateFile(done int, name string) string { return fmt.Sprintf("state-%06d-%s", done, name) }
 
 // trainState is an adapter with its optimizer state.
 type trainState struct {

@@ -18,4 +18,23 @@ func (s *Server) routes() {
 	authed.GET("/preview/models/:model_id/checkpoints", s.listCheckpoints)
 	authed.DELETE("/preview/models/:model_id/checkpoints", s.deleteCheckpoints)
 	authed.POST("/preview/models/:model_id/log", s.logTrajectories)
+
+	// Chat completions (chat*.go): sampled through serving, no workflow.
+	if s.deps.Chat != nil {
+		authed.POST("/chat/completions", s.chatCompletions)
+		authed.POST("/chat/completions/", s.chatCompletions)
+	}
+
+	// Training jobs (jobs*.go) run on Temporal.
+	if s.deps.Workflows != nil {
+		authed.POST("/preview/training-jobs", s.createTrainingJob)
+		authed.POST("/preview/sft-training-jobs", s.createSFTTrainingJob)
+		authed.GET("/preview/training-jobs", s.listTrainingJobs)
+		authed.GET("/preview/training-jobs/:training_job_id", s.getTrainingJob)
+		authed.GET("/preview/training-jobs/:training_job_id/events", s.listTrainingJobEvents)
+		authed.POST("/preview/training-jobs/:training_job_id/cancel", s.cancelTrainingJob)
+	}
+	if s.deps.Files != nil {
+		authed.POST("/preview/files", s.uploadFile)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/serving"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is
@@ -41,6 +42,8 @@ type Config struct {
 	// MaxCheckpointSteps bounds the steps list of one checkpoint deletion.
 	// Default 10000.
 	MaxCheckpointSteps int
+	// Jobs configures the training-job routes (jobs.go).
+	Jobs JobsConfig
 }
 
 // HealthCheck is one probe of /v1/system-check, e.g. "database" or a
@@ -61,6 +64,15 @@ type Deps struct {
 	Blobs    trainyard.BlobStore
 	Checks   []HealthCheck
 	Logger   *zap.Logger
+	// Chat serves chat completions (chat*.go); the routes exist only
+	// when it is set.
+	Chat *serving.Service
+	// Workflows runs training jobs on Temporal; the training-job routes
+	// exist only when it is set.
+	Workflows JobWorkflows
+	// Files keeps uploaded training data; POST /v1/preview/files exists
+	// only when it is set.
+	Files FileStore
 }
 
 // Server is the HTTP API. Create it with New and serve Handler.
@@ -83,6 +95,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxCheckpointSteps <= 0 {
 		cfg.MaxCheckpointSteps = 10000
+	}
+	if cfg.Jobs.TemporalTimeout <= 0 {
+		cfg.Jobs.TemporalTimeout = 2 * time.Second
 	}
 	log := deps.Logger
 	if log == nil {

@@ -1,0 +1,154 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+)
+
+// sampledGroups samples groups of completions from the base model and
+// rewards them by how many times they contain 'a', the way a client of the
+// chat completions route would build a training job: every Choice carries
+// its token ids ("token_id:<id>") and sampling logprobs. The last group's
+// rewards are all equal (no signal).
+func sampledGroups(t *testing.T, groups, perGroup int) []byte {
+	t.Helper()
+	ctx := context.Background()
+	base, err := bases{}.Base(ctx, testBaseName)
+	must(t, err)
+	var out []map[string]any
+	for g := range groups {
+		msgs := []engine.Message{{Role: "user", Content: []string{"Say something.", "Tell me a word."}[g%2]}}
+		prompt, err := base.RenderPrompt(msgs, nil)
+		must(t, err)
+		comps, err := base.Sample(ctx, nil, prompt, engine.SampleParams{Temperature: 1, Seed: int64(g), MaxTokens: 24, N: perGroup}, nil)
+		must(t, err)
+		var trajs []map[string]any
+		for _, c := range comps {
+			var lps []map[string]any
+			for _, tok := range c.Tokens {
+				lps = append(lps, map[string]any{"token": "token_id:" + itoa(tok.ID), "logprob": tok.Logprob, "bytes": []int{}, "top_logprobs": []any{}})
+			}
+			reward := float64(strings.Count(c.Text, "a"))
+			if g == groups-1 {
+				reward = 1
+			}
+			traj := map[string]any{
+				"messages_and_choices": []any{
+					map[string]any{"role": "user", "content": msgs[0].Content},
+					map[string]any{"finish_reason": c.FinishReason, "index": c.Index,
+						"message":  map[string]any{"role": "assistant", "content": c.Text},
+						"logprobs": map[string]any{"content": lps}},
+				},
+				"reward": reward,
+			}
+			if len(trajs) == 0 {
+				// An additional history is trained with the same reward.
+				traj["additional_histories"] = []any{map[string]any{"messages_and_choices": []any{
+					map[string]any{"role": "user", "content": "Again."},
+					map[string]any{"finish_reason": "stop", "index": 0, "message": map[string]any{"role": "assistant", "content": "again"}},
+				}}}
+			}
+			trajs = append(trajs, traj)
+		}
+		// Make sure the group has signal: the first completion gets a bonus.
+		if g < groups-1 {
+			trajs[0]["reward"] = trajs[0]["reward"].(float64) + 3
+		}
+		out = append(out, map[string]any{"trajectories": trajs})
+	}
+	body, err := json.Marshal(map[string]any{"trajectory_groups": out})
+	must(t, err)
+	return body
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, nil)
+	input := sampledGroups(t, 3, 4)
+	cfg := JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-3, "loss_fn": "cispo"}`)}
+
+	runJob := func(wantBase int) (*trainyard.Job, TrainResult) {
+		job := f.newJob(t, f.model, trainyard.JobKindRL, cfg, input)
+		var turn WaitTurnResult
+		must(t, f.run(t, f.acts.WaitTurn, WaitTurnInput{JobID: job.ID}, &turn))
+		if turn.BaseStep != wantBase {
+			t.Fatalf("base step %d, want %d", turn.BaseStep, wantBase)
+		}
+		var prep PrepareResult
+		must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL, BaseStep: turn.BaseStep}, &prep))
+		// Two groups with signal × 4 trajectories, plus one additional
+		// history each for their first trajectories.
+		if prep.TotalSteps != 1 || prep.NumExamples != 10 {
+			t.Fatalf("Prepare = %+v", prep)
+		}
+		var r TrainResult
+		must(t, f.run(t, f.acts.Train, TrainInput{JobID: job.ID, BaseStep: turn.BaseStep, TotalSteps: 1}, &r))
+		must(t, f.run(t, f.acts.Complete, CompleteInput{JobID: job.ID, CheckpointStep: turn.BaseStep + 1, TotalSteps: 1, Metrics: r.Metrics}, nil))
+		return job, r
+	}
+
+	job1, r1 := runJob(0)
+	if got := strings.Join(eventTypes(f.events(t, job1.ID)), " "); got != "training_started@1 gradient_step@2 training_ended@3" {
+		t.Fatalf("events = %s", got)
+	}
+	for _, k := range []string{"loss", "policy_loss", "grad_norm", "reward", "reward_std_dev", "num_trajectories", "num_trainable_groups", "learning_rate"} {
+		if _, ok := r1.Metrics[k]; !ok {
+			t.Fatalf("gradient step metrics lack %q: %v", k, r1.Metrics)
+		}
+	}
+	if r1.Metrics["num_trajectories"] != 12 || r1.Metrics["num_trainable_groups"] != 2 {
+		t.Fatalf("metrics = %v", r1.Metrics)
+	}
+	ckpt, err := f.db.FindCheckpoint(context.Background(), f.model.ID, 1)
+	must(t, err)
+	if _, ok := ckpt.Metrics["train/reward"]; !ok {
+		t.Fatalf("checkpoint metrics = %v, want train/reward", ckpt.Metrics)
+	}
+
+	// The step moved probability towards the rewarded completions.
+	p, err := f.acts.loadPlan(context.Background(), job1.ID)
+	must(t, err)
+	var better []engine.Sequence
+	for _, s := range p.Samples {
+		if s.Advantage > 0 {
+			better = append(better, s.Sequence)
+		}
+	}
+	after1 := f.loadAdapter(t, f.model, 1)
+	if before, after := nll(t, nil, better), nll(t, after1, better); !(after < before) {
+		t.Fatalf("NLL of positive-advantage completions: before %.4f, after %.4f", before, after)
+	}
+
+	// The next job starts from checkpoint 1 and writes checkpoint 2, with
+	// different weights.
+	runJob(1)
+	w1 := f.checkpointFile(t, f.model, 1, trainyard.AdapterWeightsFile)
+	w2 := f.checkpointFile(t, f.model, 2, trainyard.AdapterWeightsFile)
+	if bytes.Equal(w1, w2) {
+		t.Fatal("checkpoint 2 has the weights of checkpoint 1")
+	}
+}
+
+func TestPrepareRLRejectsUnusableInput(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, nil)
+	cases := map[string]string{
+		`{"trajectory_groups": []}`: "trajectory_groups is empty",
+		`{"trajectory_groups": [{"trajectories": [{"messages_and_choices": [{"role": "robot", "content": "x"}], "reward": 1}, {"messages_and_choices": [], "reward": 0}]}]}`: "trajectory_groups[0].trajectories[0]: messages_and_choices[0]: role \"robot\"",
+	}
+	for input, want := range cases {
+		job := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, []byte(input))
+		err := f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL}, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+	}
+}

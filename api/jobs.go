@@ -1,0 +1,185 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/workflows"
+)
+
+// JobWorkflows is what the training-job routes need from Temporal;
+// workflows.Client implements it. Errors are trainyard errors (ENOTFOUND
+// for no workflow, EUNAVAILABLE when Temporal or its workers do not answer).
+type JobWorkflows interface {
+	// StartJob starts the job's workflow; an existing one is a success.
+	StartJob(ctx context.Context, job *trainyard.Job) error
+	// CancelJob asks the job's workflow to cancel (or closes a job that
+	// has none).
+	CancelJob(ctx context.Context, jobID string) error
+	// JobProgress queries the running workflow.
+	JobProgress(ctx context.Context, jobID string) (*workflows.Progress, error)
+	// DescribeJob reports the latest run of the job's workflow.
+	DescribeJob(ctx context.Context, jobID string) (workflows.WorkflowState, error)
+	// ReconcileJob closes a job whose workflow ended without closing it.
+	ReconcileJob(ctx context.Context, job *trainyard.Job) (*trainyard.Job, error)
+}
+
+// JobsConfig configures the training-job routes.
+type JobsConfig struct {
+	// AllowFileURLs accepts file:// training_data_url (development only:
+	// the worker reads its own file system).
+	AllowFileURLs bool
+	// TemporalTimeout bounds the live look at a job's workflow when it is
+	// read; past it the answer comes from PostgreSQL alone. Default 2s.
+	TemporalTimeout time.Duration
+}
+
+// createJobResponse is the document's TrainingJobResponse.
+type createJobResponse struct {
+	ID string `json:"id"`
+}
+
+// idempotencyKeyHeader makes a retried POST return the job of the first.
+const idempotencyKeyHeader = "Idempotency-Key"
+
+// createTrainingJob is POST /v1/preview/training-jobs (CreateTrainingJob):
+// one RL step on the model from the trajectory groups.
+func (s *Server) createTrainingJob(c *gin.Context) {
+	var errs validate.Errors
+	key := idempotencyKey(c, &errs)
+	root, err := s.decodeBody(c, &errs)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	body, _ := root.Model()
+	modelID, _ := body.Field("model_id").UUID()
+	groupsNode := body.Field("trajectory_groups")
+	before := errs.Len()
+	groups := parseTrajectoryGroups(groupsNode)
+	if errs.Len() == before && len(groups.Groups) == 0 {
+		groupsNode.Fail("too_short", "List should have at least 1 item after validation, not 0",
+			map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0})
+	}
+	experimental := rlExperimentalConfig(body.Field("experimental_config"))
+	if err := errs.Err(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	cfg := workflows.JobConfig{ExperimentalConfig: experimental}
+	s.submitJob(c, trainyard.JobKindRL, modelID, cfg, body.Raw(), key)
+}
+
+// createSFTTrainingJob is POST /v1/preview/sft-training-jobs
+// (CreateSFTTrainingJob): epochs of SFT batches over JSONL conversations.
+func (s *Server) createSFTTrainingJob(c *gin.Context) {
+	var errs validate.Errors
+	key := idempotencyKey(c, &errs)
+	root, err := s.decodeBody(c, &errs)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	body, _ := root.Model()
+	modelID, _ := body.Field("model_id").UUID()
+	urlNode := body.Field("training_data_url")
+	dataURL, ok := urlNode.String(validate.MinLen(1), validate.MaxLen(4096))
+	if ok {
+		if err := workflows.CheckDataURL(dataURL, s.cfg.Jobs.AllowFileURLs); err != nil {
+			urlNode.Invalid(err.Error())
+		}
+	}
+	config, experimental := sftConfigs(body.Field("config"), body.Field("experimental_config"))
+	if err := errs.Err(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	cfg := workflows.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental}
+	s.submitJob(c, trainyard.JobKindSFT, modelID, cfg, body.Raw(), key)
+}
+
+// submitJob stores the job's input, creates its row and starts its
+// workflow. The input is stored first, under a fresh id, so a job row
+// always has its input. When Temporal is down the job stays QUEUED and is
+// still accepted: the worker's reconciler (or a retried POST with the same
+// Idempotency-Key) starts it later.
+func (s *Server) submitJob(c *gin.Context, kind trainyard.JobKind, modelID string, cfg workflows.JobConfig, input []byte, key *string) {
+	acct := accountOf(c)
+	ctx := c.Request.Context()
+	model, err := s.deps.Models.FindModel(ctx, acct.ID, modelID)
+	if err != nil {
+		s.writeModelError(c, modelID, err)
+		return
+	}
+	if kind == trainyard.JobKindSFT {
+		if ref, err := workflows.ParseArtifactURL(cfg.TrainingDataURL); err == nil && ref.Entity != model.Entity {
+			var errs validate.Errors
+			errs.At(cfg.TrainingDataURL, "body", "training_data_url").Invalid(
+				"the artifact's entity must be the model's entity '" + model.Entity + "'")
+			s.writeError(c, errs.Err())
+			return
+		}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	jobID := id.String()
+	if err := s.deps.Blobs.PutJobInput(ctx, jobID, workflows.InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	job, created, err := s.deps.Jobs.CreateJob(ctx, &trainyard.Job{
+		ID: jobID, AccountID: acct.ID, ModelID: modelID, Kind: kind, IdempotencyKey: key,
+		Config: cfgJSON, WorkflowID: workflows.WorkflowID(jobID),
+	})
+	if err != nil {
+		s.writeModelError(c, modelID, err)
+		return
+	}
+	log := s.requestLog(c).With(zap.String("job_id", job.ID), zap.String("model_id", modelID), zap.String("kind", string(kind)))
+	if !created && (job.ModelID != modelID || job.Kind != kind) {
+		s.writeDetail(c, http.StatusConflict, "The Idempotency-Key was already used for a different request.")
+		return
+	}
+	if !job.Status.Terminal() {
+		if err := s.deps.Workflows.StartJob(ctx, job); err != nil {
+			// The job is stored; it starts once Temporal answers again.
+			log.Warn("job accepted but its workflow did not start yet", zap.Error(err))
+		}
+	}
+	if created {
+		log.Info("training job created")
+	} else {
+		log.Info("training job returned for a repeated Idempotency-Key")
+	}
+	s.writeJSON(c, http.StatusOK, createJobResponse{ID: job.ID})
+}
+
+// idempotencyKey validates the optional Idempotency-Key header.
+func idempotencyKey(c *gin.Context, errs *validate.Errors) *string {
+	v := c.GetHeader(idempotencyKeyHeader)
+	if v == "" {
+		return nil
+	}
+	n := errs.At(v, "header", "idempotency-key")
+	if s, ok := n.String(validate.MaxLen(255), validate.Pattern(`^[\x21-\x7e]+$`)); ok {
+		return &s
+	}
+	return nil
+}
