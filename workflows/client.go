@@ -71,21 +71,31 @@ func (c *Client) StartJob(ctx context.Context, job *trainyard.Job) error {
 }
 
 // CancelJob asks the job's workflow to cancel; the workflow then closes the
-// job as CANCELLED. Cancelling a closed workflow is a no-op.
+// job as CANCELLED. A job without a workflow (never started) is closed here
+// directly, and a job whose workflow already ended is reconciled.
 func (c *Client) CancelJob(ctx context.Context, jobID string) error {
 	err := c.c.CancelWorkflow(ctx, WorkflowID(jobID), "")
 	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		// Either there is no workflow or it has already closed.
-		st, derr := c.DescribeJob(ctx, jobID)
-		if derr != nil {
-			return derr
-		}
-		if st.Exists {
-			return nil
-		}
+	if !errors.As(err, &nf) {
+		return temporalError(err, "cancel the workflow of job %s", jobID)
 	}
-	return temporalError(err, "cancel the workflow of job %s", jobID)
+	// Either there is no workflow or it has already closed.
+	if c.opts.Jobs == nil || c.opts.Events == nil {
+		return errors.New("workflows: CancelJob needs ClientOptions.Jobs and Events")
+	}
+	st, err := c.DescribeJob(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if !st.Exists {
+		return activities.Finalize(ctx, c.opts.Jobs, c.opts.Events, jobID, trainyard.JobCancelled, "cancelled")
+	}
+	job, err := c.opts.Jobs.GetJob(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	_, err = c.ReconcileJob(ctx, job)
+	return err
 }
 
 // JobProgress asks the job's workflow for its progress. It needs a worker

@@ -1,0 +1,51 @@
+package workflows
+
+import (
+	"encoding/json"
+
+	"github.com/trainyard/trainyard/activities"
+)
+
+// The API validates job requests with the same rules the activities train
+// by; these re-exports keep the API's imports to this package.
+
+// FieldError is one problem with a job request's configuration; Loc is the
+// path inside the request body.
+type FieldError = activities.FieldError
+
+// JobConfig is what a job row's Config holds.
+type JobConfig = activities.JobConfig
+
+// InputFile names the job's request body in the blob store; the API stores
+// it before it creates the job row.
+const InputFile = activities.InputFile
+
+// CheckRLConfig validates an RL job's experimental_config.
+func CheckRLConfig(experimental json.RawMessage) []FieldError {
+	_, errs := activities.ParseRLConfig(experimental)
+	return errs
+}
+
+// CheckSFTConfig validates an SFT job's config and experimental_config.
+func CheckSFTConfig(config, experimental json.RawMessage) []FieldError {
+	_, errs := activities.ParseSFTConfig(config, experimental)
+	return errs
+}
+
+// CheckDataURL validates an SFT training_data_url without fetching it.
+func CheckDataURL(url string, allowFile bool) error { return activities.CheckDataURL(url, allowFile) }
+
+// ArtifactRef names an uploaded artifact.
+type ArtifactRef = activities.ArtifactRef
+
+// ParseArtifactURL parses wandb-artifact:///ENTITY/PROJECT/NAME[:VERSION].
+func ParseArtifactURL(url string) (ArtifactRef, error) { return activities.ParseArtifactURL(url) }
+
+// ArtifactFileName is where an uploaded artifact's data is kept among its
+// account's files.
+func ArtifactFileName(project, name string) string { return activities.ArtifactFileName(project, name) }
+
+// ArtifactURL is the training_data_url of an uploaded artifact.
+func ArtifactURL(entity, project, name string) string {
+	return activities.ArtifactURL(entity, project, name)
+}
