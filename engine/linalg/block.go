@@ -81,7 +81,12 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 			colPanels := (ncur + nr - 1) / nr
 			bp := buf.b
 			parallelFor(workers, colPanels, func(_, jp int) {
-				packB(bp[jp*kcur*nr:], b, ldb, transB, p0, kcur, j0+jp*nr, min(nr, ncur-jp*nr), nr)
+				dst, jj, cols := bp[jp*kcur*nr:], j0+jp*nr, min(nr, ncur-jp*nr)
+				if kern.packB != nil {
+					kern.packB(dst, b, ldb, transB, p0, kcur, jj, cols)
+				} else {
+					packB(dst, b, ldb, transB, p0, kcur, jj, cols, nr)
+				}
 			})
 			// Few row panels (small m): split the columns too so every worker gets several units.
 			groups := 1

@@ -10,6 +10,8 @@ type microKernel struct {
 	tile func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32)
 	// packA, when set, replaces the generic packA for this kernel's mr (the arguments are packA's but mr).
 	packA func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int)
+	// packB, when set, replaces the generic packB for this kernel's nr.
+	packB func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int)
 }
 
 // genericKernel is the portable 4×4 kernel. The Go compiler spills when more than about a dozen floats are

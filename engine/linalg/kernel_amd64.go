@@ -12,6 +12,9 @@ func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 func packA14AVX512(dst, src *float32, kc, rows, lda int, trans bool)
 
 //go:noescape
+func packB32AVX512(dst, src *float32, kc, cols, ldb int, trans bool)
+
+//go:noescape
 func tile6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
 // avx512Kernel needs AVX-512F; 14×32 fills 28 of the 32 zmm registers with accumulators.
@@ -28,6 +31,15 @@ var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 		}
 		_ = a[last]
 		packA14AVX512(&dst[0], &a[first], kc, rows, lda, transA)
+	},
+	packB: func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int) {
+		_ = dst[32*kc-1]
+		first, last := p0*ldb+j0, (p0+kc-1)*ldb+j0+cols-1 // op(B)[p0, j0] and op(B)[p0+kc-1, j0+cols-1]
+		if transB {
+			first, last = j0*ldb+p0, (j0+cols-1)*ldb+p0+kc-1
+		}
+		_ = b[last]
+		packB32AVX512(&dst[0], &b[first], kc, cols, ldb, transB)
 	}}
 
 // avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.

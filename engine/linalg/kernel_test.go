@@ -65,16 +65,16 @@ func TestKernelsAgree(t *testing.T) {
 	}
 }
 
-// TestGemv covers the matrix-vector paths (m == 1 or n == 1), including outputs big enough to be split across
-// goroutines.
+// TestGemv covers the matrix-vector paths (m == 1, n == 1 and m ≤ gemvRowsMax), including outputs big enough
+// to be split across goroutines.
 func TestGemv(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, tA := range []bool{false, true} {
 		for _, tB := range []bool{false, true} {
-			for _, d := range [][3]int{{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 8200, 130}, {9, 1, 33}, {8200, 1, 130}} {
+			for _, d := range [][3]int{{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 8200, 130}, {9, 1, 33}, {8200, 1, 130}, {3, 70, 40}, {4, 300, 129}} {
 				g := newGemmCase(rng, tA, tB, d[0], d[1], d[2], -1, []float32{0, 0.5}[rng.IntN(2)], rng.IntN(3))
-				g.check(t, "gemv", gemv)
+				g.check(t, "gemv", sgemmGo)
 			}
 		}
 	}
@@ -111,6 +111,36 @@ func TestPackA(t *testing.T) {
 				for i := range want {
 					if got[i] != want[i] {
 						t.Fatalf("%s rows=%d trans=%v: packed[%d] = %v, want %v", kern.name, rows, trans, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackB checks each kernel's own B packing against the generic packB, for every edge column count and
+// for k lengths around the 16-wide transposed blocks.
+func TestPackB(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, kern := range allKernels() {
+		if kern.packB == nil {
+			continue
+		}
+		for cols := 1; cols <= kern.nr; cols++ {
+			for _, trans := range []bool{false, true} {
+				for _, kc := range []int{1, 15, 16, 37} {
+					const p0, j0, ldb = 2, 5, 71
+					b := randSlice(rng, 71*71)
+					want := make([]float32, kern.nr*kc)
+					got := randSlice(rng, kern.nr*kc)
+					packB(want, b, ldb, trans, p0, kc, j0, cols, kern.nr)
+					kern.packB(got, b, ldb, trans, p0, kc, j0, cols)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s cols=%d trans=%v kc=%d: packed[%d] = %v, want %v", kern.name, cols, trans, kc,
+								i, got[i], want[i])
+						}
 					}
 				}
 			}
