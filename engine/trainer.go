@@ -215,3 +215,11 @@ func (t *Trainer) update(opt AdamWConfig, start time.Time, tokens, trainable, se
 		"num_trainable_tokens": float64(trainable), "num_sequences": float64(seqs),
 		"tokens_per_second": float64(tokens) / el, "matmul_gflops": float64(flops) / el / 1e9}, nil
 }
+
+// ReleaseMemory drops the trainer's activation buffers (they are reused between steps and otherwise stay
+// allocated at the size of the largest batch seen); the next step allocates them again.
+func (t *Trainer) ReleaseMemory() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.arena = model.Arena{}
+}
