@@ -48,16 +48,24 @@ func (s gemmShape) operands() (a, b, c []float32, lda, ldb int) {
 	return randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), make([]float32, s.m*s.n), lda, ldb
 }
 
-// benchGemm reports GFLOP/s (2·m·n·k per call) for f on each shape.
+// benchGemm reports, for f on each shape, GFLOP/s of wall time (2·m·n·k per call) and GFLOP per CPU-second
+// of the process. On a shared machine the wall figure drops with other load while the CPU figure mostly does
+// not, so the second is the one to compare between runs; on an idle machine with every worker busy, wall
+// GFLOP/s ≈ CPU GFLOP/s × workers.
 func benchGemm(b *testing.B, shapes []gemmShape, f func(tA, tB bool, m, n, k int, alpha float32, a []float32,
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int)) {
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
 			a, bm, c, lda, ldb := s.operands()
+			cpu0 := processCPU()
 			for b.Loop() {
 				f(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, bm, ldb, 0, c, s.n)
 			}
-			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			flops := 2 * float64(s.m*s.n*s.k) * float64(b.N)
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(flops/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+			}
 		})
 	}
 }
