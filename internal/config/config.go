@@ -1,0 +1,251 @@
+// Package config is trainyard's process configuration: every environment
+// variable the trainyard command reads, with its default, its validation and
+// the flags that override it, in one place. README.md documents the same
+// table for users.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Config is the parsed configuration. Load fills it from the environment;
+// BindFlags lets command-line flags override some fields; Validate checks
+// the result for the mode a command runs in.
+type Config struct {
+	// HTTPAddr is where the API listens (TRAINYARD_HTTP_ADDR).
+	HTTPAddr string
+	// DatabaseURL is the PostgreSQL URL (DATABASE_URL).
+	DatabaseURL string
+	// DataDir holds the embedded stack's state and the generated dev key
+	// (TRAINYARD_DATA_DIR); always absolute after Load.
+	DataDir string
+	// DevAPIKey is the default account's key in `serve`
+	// (TRAINYARD_DEV_API_KEY); generated and kept in DataDir when empty.
+	DevAPIKey string
+	// DefaultEntity is the default account's entity (TRAINYARD_DEFAULT_ENTITY).
+	DefaultEntity string
+	// MaxBodyBytes limits API request bodies (TRAINYARD_MAX_BODY_BYTES);
+	// 0 keeps the API's default.
+	MaxBodyBytes int64
+	// LogLevel is the minimum level logged (TRAINYARD_LOG_LEVEL).
+	LogLevel zapcore.Level
+	// AllowFileURLs lets jobs read file:// training data from the worker's
+	// disk (TRAINYARD_ALLOW_FILE_URLS; development only).
+	AllowFileURLs bool
+
+	Temporal Temporal
+	S3       S3
+	Chat     Chat
+	Worker   Worker
+}
+
+// Temporal configures the connection to Temporal and the embedded server.
+type Temporal struct {
+	// Address of an external frontend (TEMPORAL_ADDRESS). Empty in `serve`
+	// means: run the embedded server.
+	Address string
+	// Namespace (TEMPORAL_NAMESPACE).
+	Namespace string
+	// TaskQueue of the job workflows (TRAINYARD_TASK_QUEUE).
+	TaskQueue string
+	// FrontendAddr is the embedded server's gRPC address
+	// (TRAINYARD_TEMPORAL_FRONTEND_ADDR).
+	FrontendAddr string
+	// UIAddr is the embedded Web UI's address (TRAINYARD_TEMPORAL_UI_ADDR);
+	// "off" disables the UI.
+	UIAddr string
+}
+
+// S3 configures object storage.
+type S3 struct {
+	// Endpoint of an external S3-compatible server (S3_ENDPOINT or
+	// TRAINYARD_S3_ENDPOINT). Empty in `serve` means: run the embedded
+	// gateway; empty in production means AWS itself.
+	Endpoint string
+	// Bucket (S3_BUCKET).
+	Bucket string
+	// AccessKeyID and SecretAccessKey (AWS_ACCESS_KEY_ID,
+	// AWS_SECRET_ACCESS_KEY); without them the AWS default chain applies.
+	AccessKeyID, SecretAccessKey string
+	// Region (AWS_REGION).
+	Region string
+	// UsePathStyle addresses buckets by path (S3_USE_PATH_STYLE), which
+	// MinIO and most S3-compatible servers need; default true with an
+	// Endpoint.
+	UsePathStyle bool
+	// EmbeddedAddr is the embedded gateway's listen address
+	// (TRAINYARD_S3_ADDR); port 0 picks a free port.
+	EmbeddedAddr string
+}
+
+// Chat configures chat completions serving.
+type Chat struct {
+	// Concurrency caps generations in flight (TRAINYARD_CHAT_CONCURRENCY);
+	// 0 is the serving package's default (2 × cores).
+	Concurrency int
+	// PerAccountConcurrency caps one account's generations
+	// (TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT); 0 means Concurrency.
+	PerAccountConcurrency int
+	// AdapterCacheBytes bounds the adapters kept loaded
+	// (TRAINYARD_ADAPTER_CACHE_BYTES); 0 is the serving default.
+	AdapterCacheBytes int64
+}
+
+// Worker configures the Temporal worker.
+type Worker struct {
+	// TrainingConcurrency is how many training activities one worker runs
+	// at once (TRAINYARD_TRAINING_CONCURRENCY); 0 is the worker default (1).
+	TrainingConcurrency int
+}
+
+// UIDisabled is the TRAINYARD_TEMPORAL_UI_ADDR value that turns the
+// embedded Web UI off.
+const UIDisabled = "off"
+
+// Mode says which infrastructure a command needs, for Validate.
+type Mode int
+
+// Modes of Validate.
+const (
+	// ModeEmbedded is `serve`: anything not configured is embedded.
+	ModeEmbedded Mode = iota
+	// ModeProduction is `api` and `worker`: Temporal and PostgreSQL must be
+	// configured.
+	ModeProduction
+	// ModeDatabase is `migrate` and `keys`: only PostgreSQL is needed.
+	ModeDatabase
+)
+
+// Load reads the configuration from getenv (os.Getenv in main). Malformed
+// values are reported together, each naming its variable.
+func Load(getenv func(string) string) (Config, error) {
+	e := env{get: getenv}
+	c := Config{
+		HTTPAddr:      e.str(EnvHTTPAddr, "127.0.0.1:8080"),
+		DatabaseURL:   e.str(EnvDatabaseURL, ""),
+		DataDir:       e.str(EnvDataDir, ".data"),
+		DevAPIKey:     e.str(EnvDevAPIKey, ""),
+		DefaultEntity: e.str(EnvDefaultEntity, "local"),
+		MaxBodyBytes:  e.int64(EnvMaxBodyBytes, 0),
+		LogLevel:      e.level(EnvLogLevel, zapcore.InfoLevel),
+		AllowFileURLs: e.bool(EnvAllowFileURLs, false),
+		Temporal: Temporal{
+			Address:      e.str(EnvTemporalAddress, ""),
+			Namespace:    e.str(EnvTemporalNamespace, "default"),
+			TaskQueue:    e.str(EnvTaskQueue, "trainyard-training"),
+			FrontendAddr: e.str(EnvTemporalFrontendAddr, "127.0.0.1:7233"),
+			UIAddr:       e.str(EnvTemporalUIAddr, "127.0.0.1:8233"),
+		},
+		S3: S3{
+			Endpoint:        e.str(EnvS3Endpoint, e.str(EnvTrainyardS3Endpoint, "")),
+			Bucket:          e.str(EnvS3Bucket, "trainyard"),
+			AccessKeyID:     e.str(EnvAWSAccessKeyID, ""),
+			SecretAccessKey: e.str(EnvAWSSecretAccessKey, ""),
+			Region:          e.str(EnvAWSRegion, "us-east-1"),
+			EmbeddedAddr:    e.str(EnvS3Addr, "127.0.0.1:0"),
+		},
+		Chat: Chat{
+			Concurrency:           int(e.int64(EnvChatConcurrency, 0)),
+			PerAccountConcurrency: int(e.int64(EnvChatConcurrencyPerAccount, 0)),
+			AdapterCacheBytes:     e.int64(EnvAdapterCacheBytes, 0),
+		},
+		Worker: Worker{TrainingConcurrency: int(e.int64(EnvTrainingConcurrency, 0))},
+	}
+	c.S3.UsePathStyle = e.bool(EnvS3UsePathStyle, true)
+	if err := errors.Join(e.errs...); err != nil {
+		return c, err
+	}
+	return c, c.resolveDataDir()
+}
+
+func (c *Config) resolveDataDir() error {
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", EnvDataDir, c.DataDir, err)
+	}
+	c.DataDir = abs
+	return nil
+}
+
+// BindFlags registers flags that override the environment for the fields a
+// user most often changes per run. Call Validate after parsing.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "API listen address ("+EnvHTTPAddr+")")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL ("+EnvDatabaseURL+")")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the embedded stack's state ("+EnvDataDir+")")
+	fs.Func("log-level", "debug, info, warn or error ("+EnvLogLevel+")", func(s string) error {
+		return c.LogLevel.UnmarshalText([]byte(s))
+	})
+}
+
+// Validate checks the configuration for mode and makes DataDir absolute
+// again (a flag may have changed it). Every problem is reported, each with
+// the variable that fixes it.
+func (c *Config) Validate(mode Mode) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := c.resolveDataDir(); err != nil {
+		errs = append(errs, err)
+	}
+	if mode != ModeDatabase {
+		if err := checkHostPort(c.HTTPAddr); err != nil {
+			add("%s=%q: %w", EnvHTTPAddr, c.HTTPAddr, err)
+		}
+		if c.MaxBodyBytes < 0 {
+			add("%s must not be negative", EnvMaxBodyBytes)
+		}
+		if c.Temporal.Namespace == "" {
+			add("%s must not be empty", EnvTemporalNamespace)
+		}
+		if c.Temporal.TaskQueue == "" {
+			add("%s must not be empty", EnvTaskQueue)
+		}
+		if c.S3.Bucket == "" {
+			add("%s must not be empty", EnvS3Bucket)
+		}
+		if (c.S3.AccessKeyID == "") != (c.S3.SecretAccessKey == "") {
+			add("%s and %s must be set together", EnvAWSAccessKeyID, EnvAWSSecretAccessKey)
+		}
+	}
+	switch mode {
+	case ModeEmbedded:
+		if c.Temporal.Address == "" {
+			if err := checkHostPort(c.Temporal.FrontendAddr); err != nil {
+				add("%s=%q: %w", EnvTemporalFrontendAddr, c.Temporal.FrontendAddr, err)
+			}
+			if c.Temporal.UIAddr != UIDisabled {
+				if err := checkHostPort(c.Temporal.UIAddr); err != nil {
+					add("%s=%q: %w (or %q to disable the UI)", EnvTemporalUIAddr, c.Temporal.UIAddr, err, UIDisabled)
+				}
+			}
+		}
+		if c.S3.Endpoint == "" {
+			if err := checkHostPort(c.S3.EmbeddedAddr); err != nil {
+				add("%s=%q: %w", EnvS3Addr, c.S3.EmbeddedAddr, err)
+			}
+		}
+		if c.DatabaseURL == "" {
+			add("%s is required (make run sets it with scripts/ensure-postgres.sh)", EnvDatabaseURL)
+		}
+		if c.DefaultEntity == "" {
+			add("%s must not be empty", EnvDefaultEntity)
+		}
+	case ModeProduction:
+		if c.Temporal.Address == "" {
+			add("%s is required (host:port of the Temporal frontend)", EnvTemporalAddress)
+		}
+		if c.DatabaseURL == "" {
+			add("%s is required", EnvDatabaseURL)
+		}
+	case ModeDatabase:
+		if c.DatabaseURL == "" {
+			add("%s is required", EnvDatabaseURL)
+		}
+	}
+	return errors.Join(errs...)
+}

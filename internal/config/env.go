@@ -1,0 +1,109 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Environment variables, documented in README.md's configuration table.
+const (
+	EnvHTTPAddr                  = "TRAINYARD_HTTP_ADDR"
+	EnvDatabaseURL               = "DATABASE_URL"
+	EnvDataDir                   = "TRAINYARD_DATA_DIR"
+	EnvDevAPIKey                 = "TRAINYARD_DEV_API_KEY"
+	EnvDefaultEntity             = "TRAINYARD_DEFAULT_ENTITY"
+	EnvMaxBodyBytes              = "TRAINYARD_MAX_BODY_BYTES"
+	EnvLogLevel                  = "TRAINYARD_LOG_LEVEL"
+	EnvAllowFileURLs             = "TRAINYARD_ALLOW_FILE_URLS"
+	EnvTemporalAddress           = "TEMPORAL_ADDRESS"
+	EnvTemporalNamespace         = "TEMPORAL_NAMESPACE"
+	EnvTaskQueue                 = "TRAINYARD_TASK_QUEUE"
+	EnvTemporalFrontendAddr      = "TRAINYARD_TEMPORAL_FRONTEND_ADDR"
+	EnvTemporalUIAddr            = "TRAINYARD_TEMPORAL_UI_ADDR"
+	EnvS3Endpoint                = "S3_ENDPOINT"
+	EnvTrainyardS3Endpoint       = "TRAINYARD_S3_ENDPOINT"
+	EnvS3Bucket                  = "S3_BUCKET"
+	EnvS3UsePathStyle            = "S3_USE_PATH_STYLE"
+	EnvS3Addr                    = "TRAINYARD_S3_ADDR"
+	EnvAWSAccessKeyID            = "AWS_ACCESS_KEY_ID"
+	EnvAWSSecretAccessKey        = "AWS_SECRET_ACCESS_KEY"
+	EnvAWSRegion                 = "AWS_REGION"
+	EnvChatConcurrency           = "TRAINYARD_CHAT_CONCURRENCY"
+	EnvChatConcurrencyPerAccount = "TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT"
+	EnvAdapterCacheBytes         = "TRAINYARD_ADAPTER_CACHE_BYTES"
+	EnvTrainingConcurrency       = "TRAINYARD_TRAINING_CONCURRENCY"
+)
+
+// env reads typed variables and collects every parse error, so one run
+// reports all of them.
+type env struct {
+	get  func(string) string
+	errs []error
+}
+
+func (e *env) str(name, def string) string {
+	if v := strings.TrimSpace(e.get(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (e *env) int64(name string, def int64) int64 {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a non-negative integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (e *env) bool(name string, def bool) bool {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
+
+func (e *env) level(name string, def zapcore.Level) zapcore.Level {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return def
+	}
+	var l zapcore.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want debug, info, warn or error", name, v))
+		return def
+	}
+	return l
+}
+
+// checkHostPort accepts host:port with a non-empty host and a numeric port
+// (0 allowed: any free port).
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if host == "" {
+		return errors.New("want host:port with a host, e.g. 127.0.0.1 or 0.0.0.0")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return errors.New("want a port between 0 and 65535")
+	}
+	return nil
+}

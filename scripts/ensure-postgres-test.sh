@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# ensure-postgres-test.sh — exercises scripts/ensure-postgres.sh for real:
+# DATABASE_URL passthrough, and the throwaway-cluster fallback (simulating
+# "no server at 5432" by probing a port nothing listens on), including reuse
+# of the running cluster and a restart after it was stopped. It cleans up the
+# cluster it starts. Prints "N passed, N failed" at the end.
+set -euo pipefail
+
+script="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ensure-postgres.sh"
+work="$(mktemp -d)"
+chmod 755 "$work" # the postgres user must reach the cluster under it
+data="$work/data"
+probe_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+local_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+passed=0
+failed=0
+
+cleanup() {
+	local bindir
+	if [[ -f "$data/postgres/data/postmaster.pid" ]]; then
+		bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4,4nr | head -1)"
+		bindir="${bindir:-$(dirname "$(readlink -f "$(command -v pg_ctl)")")}"
+		if [[ "$(id -u)" == 0 ]]; then
+			runuser -u postgres -- "$bindir/pg_ctl" -D "$data/postgres/data" -m immediate stop >/dev/null 2>&1 || true
+		else
+			"$bindir/pg_ctl" -D "$data/postgres/data" -m immediate stop >/dev/null 2>&1 || true
+		fi
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "ok   $name"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+	fi
+}
+
+fallback() {
+	env -u DATABASE_URL TRAINYARD_DATA_DIR="$data" TRAINYARD_PG_SYSTEM_PORT="$probe_port" \
+		TRAINYARD_PG_PORT="$local_port" "$@" "$script" 2>>"$work/stderr.log"
+}
+
+url="$(DATABASE_URL=postgres://u@example.invalid:1/x "$script" 2>/dev/null)"
+check "DATABASE_URL is printed as is" test "$url" = "postgres://u@example.invalid:1/x"
+
+want="postgres://postgres@127.0.0.1:$local_port/trainyard?sslmode=disable"
+url="$(fallback)"
+check "fallback prints the throwaway cluster's URL" test "$url" = "$want"
+check "fallback cluster lives under the data dir" test -f "$data/postgres/data/PG_VERSION"
+check "fallback cluster answers queries" psql "$url" -XtAc 'SELECT 1' -o /dev/null
+check "trainyard_test database exists" psql "${url/trainyard?/trainyard_test?}" -XtAc 'SELECT 1' -o /dev/null
+
+pid_before="$(head -1 "$data/postgres/data/postmaster.pid")"
+url="$(fallback)"
+check "second run reuses the running cluster" test "$(head -1 "$data/postgres/data/postmaster.pid")" = "$pid_before"
+check "second run prints the same URL" test "$url" = "$want"
+
+url="$(fallback env TRAINYARD_PG_DATABASE=trainyard_test)"
+check "TRAINYARD_PG_DATABASE picks the database" test "$url" = "${want/trainyard?/trainyard_test?}"
+
+psql "$want" -XqAc 'CREATE TABLE IF NOT EXISTS survives (x int); INSERT INTO survives VALUES (42)'
+bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4,4nr | head -1)"
+bindir="${bindir:-$(dirname "$(readlink -f "$(command -v pg_ctl)")")}"
+if [[ "$(id -u)" == 0 ]]; then stop=(runuser -u postgres --); else stop=(); fi
+"${stop[@]}" "$bindir/pg_ctl" -D "$data/postgres/data" -m fast stop >/dev/null
+url="$(fallback)"
+check "a stopped cluster is started again" psql "$url" -XtAc 'SELECT 1' -o /dev/null
+check "data survives the restart" test "$(psql "$url" -XtAc 'SELECT x FROM survives')" = 42
+
+if [[ $failed -ne 0 ]]; then
+	echo "--- ensure-postgres stderr:"
+	cat "$work/stderr.log"
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

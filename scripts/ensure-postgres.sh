@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# ensure-postgres.sh — print a usable PostgreSQL URL on stdout.
+#
+# Order of preference:
+#   1. $DATABASE_URL, when set (printed as is);
+#   2. the machine's server at $TRAINYARD_PG_SYSTEM_HOST:$TRAINYARD_PG_SYSTEM_PORT
+#      (127.0.0.1:5432) when it answers and lets user postgres in;
+#   3. a throwaway cluster under $TRAINYARD_DATA_DIR/postgres (./.data/postgres)
+#      on 127.0.0.1:$TRAINYARD_PG_PORT (55432), created with initdb and started
+#      with pg_ctl as the postgres system user, reused when already there.
+#      Debian's postgresql package is installed first when no binaries exist.
+# In cases 2 and 3 the databases trainyard and trainyard_test are created if
+# missing; the URL names $TRAINYARD_PG_DATABASE (trainyard).
+#
+# Diagnostics go to stderr so callers can write URL=$(scripts/ensure-postgres.sh).
+# Running it again (or twice at once) is safe.
+set -euo pipefail
+
+log() { printf 'ensure-postgres: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+if [[ -n "${DATABASE_URL:-}" ]]; then
+	log "using DATABASE_URL from the environment"
+	printf '%s\n' "$DATABASE_URL"
+	exit 0
+fi
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+data_dir="${TRAINYARD_DATA_DIR:-$repo_root/.data}"
+[[ "$data_dir" = /* ]] || data_dir="$repo_root/$data_dir"
+system_host="${TRAINYARD_PG_SYSTEM_HOST:-127.0.0.1}"
+system_port="${TRAINYARD_PG_SYSTEM_PORT:-5432}"
+local_port="${TRAINYARD_PG_PORT:-55432}"
+database="${TRAINYARD_PG_DATABASE:-trainyard}"
+databases=(trainyard trainyard_test)
+[[ " ${databases[*]} " == *" $database "* ]] || databases+=("$database")
+
+# psql_at HOST PORT ARGS... runs psql as user postgres against database postgres.
+psql_at() {
+	local host=$1 port=$2
+	shift 2
+	PGCONNECT_TIMEOUT=3 psql "postgresql://postgres@$host:$port/postgres?sslmode=disable" \
+		-X -q -v ON_ERROR_STOP=1 "$@"
+}
+
+# ensure_databases HOST PORT creates the missing databases.
+ensure_databases() {
+	local host=$1 port=$2 db
+	for db in "${databases[@]}"; do
+		if [[ "$(psql_at "$host" "$port" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]]; then
+			log "creating database $db on $host:$port"
+			# A concurrent run may win the race; only fail if it is still missing.
+			psql_at "$host" "$port" -c "CREATE DATABASE \"$db\"" >/dev/null 2>&1 ||
+				[[ "$(psql_at "$host" "$port" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" == 1 ]] ||
+				die "cannot create database $db on $host:$port"
+		fi
+	done
+}
+
+print_url() { printf 'postgres://postgres@%s:%s/%s?sslmode=disable\n' "$1" "$2" "$database"; }
+
+# answers HOST PORT succeeds when a server there accepts user postgres.
+answers() {
+	command -v psql >/dev/null 2>&1 || return 1
+	psql_at "$1" "$2" -tAc 'SELECT 1' >/dev/null 2>&1
+}
+
+if answers "$system_host" "$system_port"; then
+	log "using the PostgreSQL server at $system_host:$system_port"
+	ensure_databases "$system_host" "$system_port"
+	print_url "$system_host" "$system_port"
+	exit 0
+fi
+log "no usable server at $system_host:$system_port; using a throwaway cluster"
+
+# find_bindir prints the directory holding initdb and pg_ctl, newest version first.
+find_bindir() {
+	local d
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4,4nr); do
+		[[ -x "$d/initdb" && -x "$d/pg_ctl" ]] && { echo "$d"; return 0; }
+	done
+	if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
+		dirname "$(readlink -f "$(command -v initdb)")"
+		return 0
+	fi
+	return 1
+}
+
+if ! bindir="$(find_bindir)"; then
+	[[ "$(id -u)" == 0 ]] || die "no PostgreSQL binaries found; install Debian's postgresql package"
+	log "installing Debian's postgresql package"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	apt-get install -y -qq postgresql >&2
+	bindir="$(find_bindir)" || die "postgresql installed but initdb/pg_ctl not found"
+fi
+
+# run_pg CMD... runs a PostgreSQL tool as the postgres system user when we
+# are root (initdb and postgres refuse to run as root).
+# fd 9 (the lock) is closed for it: a server started by pg_ctl would
+# otherwise inherit it and hold the lock for its whole life.
+run_pg() {
+	if [[ "$(id -u)" == 0 ]]; then
+		id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+		runuser -u postgres -- "$@" 9>&-
+	else
+		"$@" 9>&-
+	fi
+}
+
+cluster="$data_dir/postgres"
+mkdir -p "$data_dir"
+if [[ "$(id -u)" == 0 ]] && ! runuser -u postgres -- test -x "$data_dir"; then
+	# The postgres user cannot reach the data dir (e.g. a checkout inside a
+	# 0700 directory); keep the cluster in a per-checkout place it can reach.
+	cluster="/var/tmp/trainyard-postgres-$(printf '%s' "$data_dir" | sha256sum | cut -c1-12)"
+	log "the postgres user cannot reach $data_dir; using $cluster instead"
+fi
+mkdir -p "$cluster"
+[[ "$(id -u)" == 0 ]] && { id postgres >/dev/null 2>&1 || run_pg true; chown postgres: "$cluster"; }
+pgdata="$cluster/data"
+sockdir="$cluster/run"
+logfile="$cluster/postgres.log"
+
+# One run at a time per cluster: initdb and pg_ctl start are not idempotent
+# under concurrency.
+exec 9>"$cluster/.lock"
+flock 9
+
+if [[ ! -f "$pgdata/PG_VERSION" ]]; then
+	log "initialising a cluster in $pgdata"
+	run_pg mkdir -p "$pgdata" "$sockdir"
+	run_pg "$bindir/initdb" -D "$pgdata" -U postgres --auth=trust --encoding=UTF8 --no-instructions >"$cluster/initdb.log" 2>&1 ||
+		die "initdb failed; see $cluster/initdb.log"
+fi
+run_pg mkdir -p "$sockdir"
+
+if run_pg "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
+	# Line 4 of postmaster.pid is the port the running server listens on,
+	# which wins over a different TRAINYARD_PG_PORT given this time.
+	local_port="$(sed -n 4p "$pgdata/postmaster.pid")"
+	log "reusing the running cluster in $pgdata (port $local_port)"
+else
+	log "starting the cluster in $pgdata on 127.0.0.1:$local_port"
+	run_pg "$bindir/pg_ctl" -D "$pgdata" -l "$logfile" -w -t 60 \
+		-o "-c listen_addresses=127.0.0.1 -p $local_port -k $sockdir" start >&2 ||
+		die "pg_ctl start failed; see $logfile"
+fi
+
+answers 127.0.0.1 "$local_port" || die "the cluster in $pgdata does not answer on 127.0.0.1:$local_port (port used by another server?)"
+ensure_databases 127.0.0.1 "$local_port"
+print_url 127.0.0.1 "$local_port"
