@@ -12,17 +12,18 @@ var (
 	kernel  = genericKernel
 	backend = "generic"
 	sgemm   = sgemmGo
+	// smallRows computes products of at most smallRowsMax rows (sampling several completions at once), where
+	// packing op(B) costs more than it saves. The limits were measured on 256..704-wide layers: one gemv per
+	// row beats packing up to 4 rows, the AVX-512 four-row kernels up to 16.
+	smallRows    = gemvEachRow
+	smallRowsMax = 4
 )
 
 // Backend names the Sgemm implementation in use: "avx512", "avx2", "generic" or "openblas".
 func Backend() string { return backend }
 
-// smallMACs is the product size below which the unpacked loops beat packing, and gemvRowsMax the number of
-// rows up to which one matrix-vector product per row beats packing (measured on 256..704-wide layers).
-const (
-	smallMACs   = 8192
-	gemvRowsMax = 4
-)
+// smallMACs is the product size below which the unpacked loops beat packing.
+const smallMACs = 8192
 
 // sgemmGo is the pure-Go (plus assembly) Sgemm: matrix-vector products, tiny products and the packed path.
 func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
@@ -32,21 +33,23 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		scaleMatrix(m, n, beta, c, ldc)
 	case m == 1 || n == 1:
 		gemv(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case m <= gemvRowsMax:
-		// A few rows (sampling several completions at once): packing op(B) would cost more than streaming it
-		// once per row.
-		for i := 0; i < m; i++ {
-			ai := a[i*lda:]
-			if transA {
-				ai = a[i:]
-			}
-			gemv(transA, transB, 1, n, k, alpha, ai, lda, b, ldb, beta, c[i*ldc:], ldc)
-		}
-	case m*n*k < smallMACs:
-		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case m <= smallRowsMax:
+		smallRows(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
 		workers, release := acquireWorkers(m, n, k)
 		defer release()
 		sgemmPacked(kernel, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+// gemvEachRow is the portable smallRows: packing op(B) would cost more than streaming it once per row.
+func gemvEachRow(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		ai := a[i*lda:]
+		if transA {
+			ai = a[i:]
+		}
+		gemv(transA, transB, 1, n, k, alpha, ai, lda, b, ldb, beta, c[i*ldc:], ldc)
 	}
 }

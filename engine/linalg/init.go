@@ -4,6 +4,7 @@ package linalg
 // kernel this CPU supports, otherwise the generic Go kernel.
 func init() {
 	useSIMDVectors()
+	useSmallRows()
 	if ks := simdKernels(); len(ks) > 0 {
 		kernel = ks[0]
 		backend = ks[0].name

@@ -17,7 +17,7 @@ func packB32AVX512(dst, src *float32, kc, cols, ldb int, trans bool)
 //go:noescape
 func tile6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
-// avx512Kernel needs AVX-512F; 14×32 fills 28 of the 32 zmm registers with accumulators.
+// avx512Kernel needs AVX-512F and VL; 14×32 fills 28 of the 32 zmm registers with accumulators.
 var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
 		_, _, _ = ap[14*kc-1], bp[32*kc-1], c[13*ldc+31]
@@ -49,10 +49,13 @@ var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
 		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	}}
 
+// hasAVX512 reports whether the AVX-512 kernels can run: they use AVX-512F instructions and VL encodings.
+func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL }
+
 // simdKernels lists the assembly kernels this CPU can run, best first.
 func simdKernels() []*microKernel {
 	var ks []*microKernel
-	if cpu.X86.HasAVX512F {
+	if hasAVX512() {
 		ks = append(ks, avx512Kernel)
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
@@ -60,3 +63,9 @@ func simdKernels() []*microKernel {
 	}
 	return ks
 }
+
+//go:noescape
+func small4x64NN(k int, a *[4]*float32, aStride int, b *float32, ldb int, c *[4]*float32, alpha, beta float32, cols int)
+
+//go:noescape
+func small4x4NT(k int, a, b *[4]*float32, c *float32, ldc int, alpha, beta float32)

@@ -7,3 +7,6 @@ func simdKernels() []*microKernel { return nil }
 
 // useSIMDVectors keeps the generic vector primitives outside amd64.
 func useSIMDVectors() {}
+
+// useSmallRows keeps the row-by-row gemv for few-row products outside amd64.
+func useSmallRows() {}

@@ -65,16 +65,19 @@ func TestKernelsAgree(t *testing.T) {
 	}
 }
 
-// TestGemv covers the matrix-vector paths (m == 1, n == 1 and m ≤ gemvRowsMax), including outputs big enough
+// TestGemv covers the matrix-vector paths (m == 1, n == 1 and m ≤ smallRowsMax), including outputs big enough
 // to be split across goroutines.
 func TestGemv(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, tA := range []bool{false, true} {
 		for _, tB := range []bool{false, true} {
-			for _, d := range [][3]int{{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 8200, 130}, {9, 1, 33}, {8200, 1, 130}, {3, 70, 40}, {4, 300, 129}} {
+			for _, d := range [][3]int{{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 8200, 130}, {9, 1, 33}, {8200, 1, 130}, {3, 70, 40}, {4, 300, 129}, {4, 2100, 130}, {2, 600, 1000}, {7, 65, 33}, {16, 200, 77}} {
 				g := newGemmCase(rng, tA, tB, d[0], d[1], d[2], -1, []float32{0, 0.5}[rng.IntN(2)], rng.IntN(3))
 				g.check(t, "gemv", sgemmGo)
+				if d[0] <= 4 {
+					g.check(t, "gemvEachRow", gemvEachRow) // the portable few-row path, used off amd64
+				}
 			}
 		}
 	}

@@ -62,3 +62,10 @@ func useSIMDVectors() {
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
 }
+
+// useSmallRows switches few-row products to the AVX-512 four-row kernels when the CPU has them.
+func useSmallRows() {
+	if hasAVX512() {
+		smallRows, smallRowsMax = smallRowsAVX512, 16
+	}
+}

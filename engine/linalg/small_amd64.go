@@ -1,0 +1,112 @@
+package linalg
+
+import "sync"
+
+// smallRowsAVX512 computes products of few rows (smallRowsMax), four rows at a time, with kernels that read
+// op(B) from the matrix once per four rows instead of packing it. Rows past m reuse row 0's data and write to
+// scratch, so the kernels always compute four.
+func smallRowsAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) {
+	workers, release := acquireWorkers(m, n, k)
+	defer release()
+	const chunk = 256 // columns per work unit: a multiple of both kernels' widths
+	for i0 := 0; i0 < m; i0 += 4 {
+		rows := min(4, m-i0)
+		var ar [4][]float32 // op(A) rows: contiguous for the NT kernel, strided by lda when transA for NN
+		for r := range ar {
+			i := i0 + min(r, rows-1)
+			if transA {
+				ar[r] = a[i:]
+			} else {
+				ar[r] = a[i*lda:]
+			}
+		}
+		var buf *[]float32
+		if transB && transA {
+			buf = rowPool.Get().(*[]float32)
+			ar = contiguousRows(buf, ar, rows, k, lda)
+		}
+		parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
+			j0, j1 := ch*chunk, min(n, ch*chunk+chunk)
+			if transB {
+				smallNT(ar, rows, j0, j1, k, alpha, b, ldb, beta, c[i0*ldc:], ldc)
+			} else {
+				smallNN(ar, transA, rows, j0, j1, k, alpha, lda, b, ldb, beta, c[i0*ldc:], ldc)
+			}
+		})
+		if buf != nil {
+			rowPool.Put(buf)
+		}
+	}
+}
+
+var rowPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// contiguousRows copies the rows of op(A) = Aᵀ (columns of a, lda apart) into contiguous rows in *buf.
+func contiguousRows(buf *[]float32, ar [4][]float32, rows, k, lda int) [4][]float32 {
+	*buf = grow(*buf, 4*k)
+	var out [4][]float32
+	for r := range out {
+		out[r] = (*buf)[r*k : r*k+k]
+		if r < rows {
+			for p := range out[r] {
+				out[r][p] = ar[r][p*lda]
+			}
+		} else {
+			copy(out[r], out[0])
+		}
+	}
+	return out
+}
+
+// smallNN computes columns [j0, j1) of up to four rows of C = alpha*op(A)·B + beta*C, 64 columns per call.
+func smallNN(ar [4][]float32, transA bool, rows, j0, j1, k int, alpha float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) {
+	aStride := 4
+	if transA {
+		aStride = 4 * lda
+	}
+	var ap [4]*float32
+	for r := range ap {
+		ap[r] = &ar[r][0]
+	}
+	var scratch [64]float32
+	for j := j0; j < j1; j += 64 {
+		cols := min(64, j1-j)
+		var cp [4]*float32
+		for r := range cp {
+			cp[r] = &scratch[0]
+			if r < rows {
+				cp[r] = &c[r*ldc+j : r*ldc+j+cols][0]
+			}
+		}
+		_ = b[(k-1)*ldb+j+cols-1]
+		small4x64NN(k, &ap, aStride, &b[j], ldb, &cp, alpha, beta, cols)
+	}
+}
+
+// smallNT computes columns [j0, j1) of up to four rows of C = alpha*A·Bᵀ + beta*C from contiguous rows of A
+// and of b, a 4×4 block of dot products per call.
+func smallNT(ar [4][]float32, rows, j0, j1, k int, alpha float32, b []float32, ldb int, beta float32,
+	c []float32, ldc int) {
+	var ap [4]*float32
+	for r := range ap {
+		ap[r] = &ar[r][:k][0]
+	}
+	var tile [16]float32
+	for j := j0; j < j1; j += 4 {
+		cols := min(4, j1-j)
+		var bp [4]*float32
+		for q := range bp {
+			jj := j + min(q, cols-1)
+			bp[q] = &b[jj*ldb : jj*ldb+k][0]
+		}
+		if rows == 4 && cols == 4 {
+			_ = c[3*ldc+j+3]
+			small4x4NT(k, &ap, &bp, &c[j], ldc, alpha, beta)
+			continue
+		}
+		small4x4NT(k, &ap, &bp, &tile[0], 4, 1, 0)
+		mergeTile(tile[:], 4, rows, cols, alpha, beta, c[j:], ldc)
+	}
+}
