@@ -1,0 +1,250 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/api"
+	"github.com/trainyard/trainyard/workflows"
+)
+
+// fakeWorkflows stands in for Temporal behind api.JobWorkflows: it records
+// starts and cancels and answers describe/progress from its maps. The real
+// implementation is exercised end to end in internal/e2e.
+type fakeWorkflows struct {
+	mu        sync.Mutex
+	started   []string
+	cancelled []string
+	startErr  error
+	states    map[string]workflows.WorkflowState
+	progress  map[string]*workflows.Progress
+	db        interface {
+		trainyard.JobStore
+		trainyard.EventStore
+	}
+}
+
+func (f *fakeWorkflows) StartJob(_ context.Context, job *trainyard.Job) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.startErr != nil {
+		return f.startErr
+	}
+	f.started = append(f.started, job.ID)
+	return nil
+}
+
+func (f *fakeWorkflows) CancelJob(_ context.Context, jobID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancelled = append(f.cancelled, jobID)
+	return nil
+}
+
+func (f *fakeWorkflows) JobProgress(_ context.Context, jobID string) (*workflows.Progress, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.progress[jobID]; ok {
+		return p, nil
+	}
+	return nil, trainyard.Errorf(trainyard.EUNAVAILABLE, "no worker")
+}
+
+func (f *fakeWorkflows) DescribeJob(_ context.Context, jobID string) (workflows.WorkflowState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.states[jobID]; ok {
+		return st, nil
+	}
+	return workflows.WorkflowState{}, nil
+}
+
+// ReconcileJob closes the job the way workflows.Client does.
+func (f *fakeWorkflows) ReconcileJob(ctx context.Context, job *trainyard.Job) (*trainyard.Job, error) {
+	st, _ := f.DescribeJob(ctx, job.ID)
+	if job.Status.Terminal() || !st.Exists || st.Running {
+		return job, nil
+	}
+	status, msg := activities.ClosedWorkflowOutcome(st.Status)
+	if err := activities.Finalize(ctx, f.db, f.db, job.ID, status, msg); err != nil {
+		return nil, err
+	}
+	return f.db.GetJob(ctx, job.ID)
+}
+
+func (f *fakeWorkflows) counts() (started, cancelled int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.started), len(f.cancelled)
+}
+
+// newJobsEnv is an env whose server has the job routes.
+func newJobsEnv(t *testing.T) (*env, *fakeWorkflows) {
+	fw := &fakeWorkflows{states: map[string]workflows.WorkflowState{}, progress: map[string]*workflows.Progress{}}
+	e := newEnv(t, func(_ *api.Config, d *api.Deps) {
+		d.Workflows = fw
+		d.Files = nil
+	})
+	fw.db = e.db
+	return e, fw
+}
+
+// rlBody is a CreateTrainingJob body with the ART trajectories.
+func rlBody(modelID string, experimental string) string {
+	if experimental == "" {
+		experimental = "null"
+	}
+	var gs []string
+	for _, g := range artTrajectories {
+		gs = append(gs, `{"trajectories": [`+strings.Join(g, ", ")+`]}`)
+	}
+	return fmt.Sprintf(`{"model_id": %q, "trajectory_groups": [%s], "experimental_config": %s}`, modelID, strings.Join(gs, ", "), experimental)
+}
+
+func TestCreateTrainingJob(t *testing.T) {
+	t.Parallel()
+	e, fw := newJobsEnv(t)
+	model := e.createModel("rl")
+	body := rlBody(model, `{"learning_rate": 1e-5, "loss_fn": "ppo", "scale_rewards": null, "unknown_option": 1}`)
+
+	res := e.call("POST", "/v1/preview/training-jobs", body)
+	mustStatus(t, res, http.StatusOK)
+	id := res.JSON(t)["id"].(string)
+	job, err := e.db.FindJob(context.Background(), e.acct.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Kind != trainyard.JobKindRL || job.Status != trainyard.JobQueued || job.ModelID != model || job.WorkflowID != "training-job-"+id {
+		t.Fatalf("job = %+v", job)
+	}
+	var cfg workflows.JobConfig
+	if err := json.Unmarshal(job.Config, &cfg); err != nil || !strings.Contains(string(cfg.ExperimentalConfig), `"loss_fn": "ppo"`) {
+		t.Fatalf("config = %s (%v)", job.Config, err)
+	}
+	rc, err := e.blobs.GetJobInput(context.Background(), id, workflows.InputFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(stored) != body {
+		t.Fatal("the stored input is not the request body as sent")
+	}
+	if started, _ := fw.counts(); started != 1 {
+		t.Fatalf("%d workflow starts", started)
+	}
+
+	// The same Idempotency-Key returns the same job; another key makes
+	// another job.
+	first := e.call("POST", "/v1/preview/training-jobs", body, header("Idempotency-Key", "step-7"))
+	again := e.call("POST", "/v1/preview/training-jobs", body, header("Idempotency-Key", "step-7"))
+	other := e.call("POST", "/v1/preview/training-jobs", body, header("Idempotency-Key", "step-8"))
+	mustStatus(t, again, http.StatusOK)
+	if first.JSON(t)["id"] != again.JSON(t)["id"] || first.JSON(t)["id"] == other.JSON(t)["id"] {
+		t.Fatalf("ids: %s %s %s", first.Body, again.Body, other.Body)
+	}
+	page, err := e.db.ListJobs(context.Background(), e.acct.ID, model, trainyard.ListOptions{Limit: 100})
+	if err != nil || len(page.Items) != 3 {
+		t.Fatalf("%d jobs after 4 POSTs, 2 with one key (%v)", len(page.Items), err)
+	}
+	// The key bound to another request is a conflict.
+	sft := fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://bucket/data.jsonl"}`, model)
+	mustStatus(t, e.call("POST", "/v1/preview/sft-training-jobs", sft, header("Idempotency-Key", "step-7")), http.StatusConflict)
+	mustStatus(t, e.call("POST", "/v1/preview/training-jobs", body, header("Idempotency-Key", "bad key")), http.StatusUnprocessableEntity)
+}
+
+func TestCreateTrainingJobWhileTemporalIsDown(t *testing.T) {
+	t.Parallel()
+	e, fw := newJobsEnv(t)
+	fw.startErr = trainyard.Errorf(trainyard.EUNAVAILABLE, "temporal down")
+	model := e.createModel("down")
+	res := e.call("POST", "/v1/preview/training-jobs", rlBody(model, ""))
+	mustStatus(t, res, http.StatusOK)
+	job, err := e.db.FindJob(context.Background(), e.acct.ID, res.JSON(t)["id"].(string))
+	if err != nil || job.Status != trainyard.JobQueued {
+		t.Fatalf("job = %+v, %v; an accepted job stays QUEUED until its workflow starts", job, err)
+	}
+}
+
+func TestCreateTrainingJobValidation(t *testing.T) {
+	t.Parallel()
+	e, fw := newJobsEnv(t)
+	model := e.createModel("v")
+	otherModel := e.createModel("v2")
+	cases := []struct {
+		body string
+		want []string
+	}{
+		{`{"trajectory_groups": []}`, []string{`["body","model_id"] missing`, `["body","trajectory_groups"] too_short`}},
+		{rlBody("nope", ""), []string{`["body","model_id"] uuid_parsing`}},
+		{rlBody(model, `{"importance_sampling_level": "average"}`), []string{`["body","experimental_config","importance_sampling_level"] value_error`}},
+		{rlBody(model, `{"importance_sampling_level": "bogus"}`), []string{`["body","experimental_config","importance_sampling_level"] literal_error`}},
+		{rlBody(model, `{"learning_rate": "1e-5"}`), []string{`["body","experimental_config","learning_rate"] float_type`}},
+		{rlBody(model, `{"learning_rate": -1, "mask_prob_ratio": true}`), []string{
+			`["body","experimental_config","learning_rate"] value_error`, `["body","experimental_config","mask_prob_ratio"] value_error`}},
+		{rlBody(model, `[1]`), []string{`["body","experimental_config"] dict_type`}},
+	}
+	for _, c := range cases {
+		res := e.call("POST", "/v1/preview/training-jobs", c.body)
+		if got := locs(t, res.Errors(t)); strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%.80s...: errors %v, want %v", c.body, got, c.want)
+		}
+	}
+	// Unknown models and other accounts' models are 404.
+	mustStatus(t, e.call("POST", "/v1/preview/training-jobs", rlBody("0190f5f0-0000-7000-8000-000000000000", "")), http.StatusNotFound)
+	mustStatus(t, e.call("POST", "/v1/preview/training-jobs", rlBody(otherModel, ""), as(e.otherKey)), http.StatusNotFound)
+	if started, _ := fw.counts(); started != 0 {
+		t.Fatalf("%d workflows started for invalid requests", started)
+	}
+}
+
+func TestCreateSFTTrainingJob(t *testing.T) {
+	t.Parallel()
+	e, fw := newJobsEnv(t)
+	model := e.createModel("sft")
+	ok := func(url, config, experimental string) string {
+		t.Helper()
+		res := e.call("POST", "/v1/preview/sft-training-jobs", fmt.Sprintf(`{"model_id": %q, "training_data_url": %q, "config": %s, "experimental_config": %s}`,
+			model, url, config, experimental))
+		mustStatus(t, res, http.StatusOK)
+		return res.JSON(t)["id"].(string)
+	}
+	id := ok("wandb-artifact:///team-a/proj/data:v0", `{"batch_size": "auto", "learning_rate": [1e-4, 2e-4]}`, `{"num_epochs": 2}`)
+	job, err := e.db.FindJob(context.Background(), e.acct.ID, id)
+	if err != nil || job.Kind != trainyard.JobKindSFT {
+		t.Fatalf("job = %+v %v", job, err)
+	}
+	var cfg workflows.JobConfig
+	if err := json.Unmarshal(job.Config, &cfg); err != nil || cfg.TrainingDataURL != "wandb-artifact:///team-a/proj/data:v0" {
+		t.Fatalf("config = %s", job.Config)
+	}
+	ok("https://example.com/train.jsonl", "null", "null")
+	ok("s3://data/train.jsonl", `{"batch_size": 2, "learning_rate": 1e-4}`, "null")
+	if started, _ := fw.counts(); started != 3 {
+		t.Fatalf("%d starts", started)
+	}
+
+	for body, want := range map[string]string{
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "file:///etc/passwd"}`, model):                                `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-b/proj/data"}`, model):                `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "gs://x/y"}`, model):                                          `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": "big"}}`, model):        `["body","config","batch_size","literal['auto']"] literal_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": 0}}`, model):            `["body","config","batch_size"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"learning_rate": [1, "x"]}}`, model):  `["body","config","learning_rate",1] float_type`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "experimental_config": {"num_epochs": 0}}`, model): `["body","experimental_config","num_epochs"] value_error`,
+		fmt.Sprintf(`{"model_id": %q}`, model): `["body","training_data_url"] missing`,
+	} {
+		res := e.call("POST", "/v1/preview/sft-training-jobs", body)
+		if got := locs(t, res.Errors(t)); strings.Join(got, "|") != want {
+			t.Errorf("%s: errors %v, want %s", body, got, want)
+		}
+	}
+}
