@@ -233,12 +233,12 @@ func TestCreateSFTTrainingJob(t *testing.T) {
 	}
 
 	for body, want := range map[string]string{
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "file:///etc/passwd"}`, model):                                `["body","training_data_url"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-b/proj/data"}`, model):                `["body","training_data_url"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "gs://x/y"}`, model):                                          `["body","training_data_url"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": "big"}}`, model):        `["body","config","batch_size","literal['auto']"] literal_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": 0}}`, model):            `["body","config","batch_size"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"learning_rate": [1, "x"]}}`, model):  `["body","config","learning_rate",1] float_type`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "file:///etc/passwd"}`, model):                                 `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-b/proj/data"}`, model):                 `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "gs://x/y"}`, model):                                           `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": "big"}}`, model):          `["body","config","batch_size","literal['auto']"] literal_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": 0}}`, model):              `["body","config","batch_size"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"learning_rate": [1, "x"]}}`, model):    `["body","config","learning_rate",1] float_type`,
 		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "experimental_config": {"num_epochs": 0}}`, model): `["body","experimental_config","num_epochs"] value_error`,
 		fmt.Sprintf(`{"model_id": %q}`, model): `["body","training_data_url"] missing`,
 	} {
