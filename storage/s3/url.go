@@ -1,0 +1,30 @@
+package s3
+
+import (
+	"context"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/trainyard/trainyard"
+)
+
+// GetURL opens the object an s3://bucket/key URL names (an SFT
+// training_data_url) with the store's credentials. Anything but such a URL is
+// EINVALID, and so is a URL into the store's own models/, jobs/ or files/ objects:
+// those belong to every account, and a user naming them must not read
+// another account's data through a training job.
+func (s *Store) GetURL(ctx context.Context, rawURL string) (io.ReadCloser, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "invalid S3 URL %q: want s3://bucket/key", rawURL)
+	}
+	key := strings.TrimPrefix(u.Path, "/")
+	if key == "" || strings.HasSuffix(key, "/") {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "invalid S3 URL %q: it names no object", rawURL)
+	}
+	if u.Host == s.bucket && (strings.HasPrefix(key, modelsPrefix) || strings.HasPrefix(key, jobsPrefix) || strings.HasPrefix(key, filesPrefix)) {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "S3 URL %q points into trainyard's own checkpoint and job objects", rawURL)
+	}
+	return s.get(ctx, u.Host, key)
+}
