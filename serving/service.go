@@ -39,7 +39,13 @@ type Config struct {
 	BaseModels []string
 	// OpenBase opens a base model by name; nil means engine.OpenBuiltin.
 	OpenBase func(name string) (*engine.Base, error)
+	// MaxChoices bounds n, the completions of one request; zero means DefaultMaxChoices.
+	MaxChoices int
 }
+
+// DefaultMaxChoices bounds n when Config.MaxChoices is zero: every choice is a KV cache and a row of each
+// decoding step.
+const DefaultMaxChoices = 16
 
 // ConfigFromEnv reads EnvConcurrency, EnvPerAccountConcurrency and EnvAdapterCacheBytes; unset
 // variables keep their zero default.
@@ -86,6 +92,9 @@ func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log
 	if cfg.AdapterCacheBytes <= 0 {
 		cfg.AdapterCacheBytes = DefaultAdapterCacheBytes
 	}
+	if cfg.MaxChoices <= 0 {
+		cfg.MaxChoices = DefaultMaxChoices
+	}
 	if cfg.BaseModels == nil {
 		cfg.BaseModels = engine.BuiltinNames()
 	}
@@ -102,6 +111,9 @@ func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log
 
 // BaseModels returns the base model names served.
 func (s *Service) BaseModels() []string { return append([]string(nil), s.cfg.BaseModels...) }
+
+// MaxChoices returns the largest n a request may ask for.
+func (s *Service) MaxChoices() int { return s.cfg.MaxChoices }
 
 // Start admits a request and prepares its generation: it takes a concurrency slot (ELIMIT past the caps),
 // resolves the model (ENOTFOUND), loads the adapter, renders the prompt and checks it fits the context

@@ -1,0 +1,136 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/trainyard/trainyard/serving"
+	"github.com/trainyard/trainyard/serving/servingtest"
+)
+
+func TestChatErrorsThroughTheSDK(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, serving.Config{})
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		client openai.Client
+		params openai.ChatCompletionNewParams
+		status int
+	}{
+		{"no key", sdkClient(e.url, ""), params(servingtest.BaseModel), http.StatusUnauthorized},
+		{"bad key", sdkClient(e.url, "not-a-key"), params(servingtest.BaseModel), http.StatusUnauthorized},
+		{"unknown model", e.client, params("wandb-artifact:///team-a/proj/missing"), http.StatusNotFound},
+		{"unknown base model", e.client, params("gpt-4o"), http.StatusNotFound},
+		{"temperature out of range", e.client, func() openai.ChatCompletionNewParams {
+			p := params(servingtest.BaseModel)
+			p.Temperature = openai.Float(2.5)
+			return p
+		}(), http.StatusUnprocessableEntity},
+		{"context overflow", e.client, func() openai.ChatCompletionNewParams {
+			p := params(servingtest.BaseModel)
+			p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("many words ", 200))}
+			return p
+		}(), http.StatusBadRequest},
+	}
+	for _, c := range cases {
+		_, err := c.client.Chat.Completions.New(ctx, c.params)
+		if got := sdkStatus(err); got != c.status {
+			t.Errorf("%s: %v (status %d), want %d", c.name, err, got, c.status)
+		}
+	}
+}
+
+// TestChatValidationErrors checks the FastAPI-shaped 422 bodies (the env checks them against the
+// document) and their locations.
+func TestChatValidationErrors(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, serving.Config{MaxChoices: 4})
+	user := map[string]any{"role": "user", "content": "hi"}
+	cases := []struct {
+		name string
+		body map[string]any
+		want []string
+	}{
+		{"missing messages", map[string]any{"model": servingtest.BaseModel}, []string{`["body","messages"] missing`}},
+		{"empty messages", map[string]any{"messages": []any{}}, []string{`["body","messages"] too_short`}},
+		{"ranges", map[string]any{"messages": []any{user}, "temperature": -1, "top_p": 0, "n": 5, "top_logprobs": 21,
+			"max_tokens": 0, "max_completion_tokens": -3, "top_k": -2},
+			[]string{`["body","temperature"] greater_than_equal`, `["body","top_p"] greater_than`, `["body","top_k"] greater_than_equal`,
+				`["body","n"] less_than_equal`, `["body","max_tokens"] greater_than_equal`,
+				`["body","max_completion_tokens"] greater_than_equal`, `["body","top_logprobs"] less_than_equal`}},
+		{"stop", map[string]any{"messages": []any{user}, "stop": []any{"a", "b", "c", "d", "e"}}, []string{`["body","stop"] too_long`}},
+		{"empty stop", map[string]any{"messages": []any{user}, "stop": ""}, []string{`["body","stop"] string_too_short`}},
+		{"roles and parts", map[string]any{"messages": []any{
+			map[string]any{"role": "robot", "content": "x"},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "http://x"}}}},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c", "type": "function",
+				"function": map[string]any{"name": "f", "arguments": "[1]"}}}},
+		}}, []string{`["body","messages",0,"role"] literal_error`, `["body","messages",1,"content",0,"type"] value_error`,
+			`["body","messages",2,"tool_calls",0,"function","arguments"] value_error`}},
+		{"tools", map[string]any{"messages": []any{user}, "tools": []any{map[string]any{"type": "function",
+			"function": map[string]any{"name": "bad name!"}}}, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "other"}}},
+			[]string{`["body","tools",0,"function","name"] string_pattern_mismatch`, `["body","tool_choice","function","name"] value_error`}},
+		{"tool choice without tools", map[string]any{"messages": []any{user}, "tool_choice": "required"}, []string{`["body","tool_choice"] value_error`}},
+		{"response format", map[string]any{"messages": []any{user}, "response_format": map[string]any{"type": "json_schema"}},
+			[]string{`["body","response_format","type"] literal_error`}},
+	}
+	for _, c := range cases {
+		res := e.call("POST", "/v1/chat/completions", c.body)
+		got := locs(t, res.Errors(t))
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestChatConcurrencyLimitAndCancellation holds the only slot with a stream, gets the hosted 429 for a
+// second request, then hangs up: the cancelled generation frees its slot at once.
+func TestChatConcurrencyLimitAndCancellation(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, serving.Config{Concurrency: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body := `{"model":"` + servingtest.BaseModel + `","stream":true,"messages":[{"role":"user","content":"Go on forever."}]}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: {") {
+		t.Fatalf("first event %q: %v", line, err)
+	}
+
+	res := e.call("POST", "/v1/chat/completions", map[string]any{"model": servingtest.BaseModel, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	mustStatus(t, res, http.StatusTooManyRequests)
+	if got := res.JSON(t)["detail"]; got != "Concurrency limit reached for requests" {
+		t.Fatalf("429 detail %q", got)
+	}
+
+	// Without max_tokens the stream would run to the end of the context; hanging up must end it now.
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		res := e.call("POST", "/v1/chat/completions", map[string]any{"model": servingtest.BaseModel, "max_tokens": 2,
+			"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		if res.Status == http.StatusOK {
+			return
+		}
+		if res.Status != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("after hanging up: %d %s", res.Status, res.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

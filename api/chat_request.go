@@ -1,0 +1,256 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/serving"
+)
+
+// chatOptions are the request fields that shape the HTTP answer rather than the sampling.
+type chatOptions struct {
+	stream       bool
+	includeUsage bool
+}
+
+// Chat request limits (OpenAI's).
+const (
+	maxStopSequences = 4
+	maxTopLogprobs   = 20
+)
+
+// toolNameRules is OpenAI's rule for function names. It also keeps names free of characters that need
+// JSON escaping, which the forced tool-call grammar of serving relies on.
+var toolNameRules = []validate.Rule[string]{validate.Pattern(`^[a-zA-Z0-9_-]{1,64}$`)}
+
+// parseChatRequest walks a ChatCompletionRequest body, recording every problem in root's Errors.
+// Messages and tools are checked by the same code as trajectories (message.go), plus what a text-only
+// model needs. Fields the engine cannot honour (penalties, logit_bias, …) and unknown extras are ignored,
+// as the hosted vLLM-based service ignores extras.
+func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOptions) {
+	var req serving.Request
+	var opt chatOptions
+	body, ok := root.Model()
+	if !ok {
+		return req, opt
+	}
+	req.Model, _ = body.Field("model").Optional().Nullable().String()
+	if bases := s.deps.Chat.BaseModels(); req.Model == "" && len(bases) > 0 {
+		req.Model = bases[0] // the document makes model optional; vLLM then serves its default model
+	}
+	if items, ok := body.Field("messages").List(validate.MinItems(1)); ok {
+		req.Messages = make([]trainyard.Message, 0, len(items))
+		for _, it := range items {
+			if o, ok := it.Dict(); ok {
+				var m trainyard.Message
+				if decodeChecked(o, checkChatMessage, &m) {
+					req.Messages = append(req.Messages, m)
+				}
+			}
+		}
+	}
+
+	req.Temperature = optFloat(body.Field("temperature"), 1, validate.Ge(0.0), validate.Le(2.0))
+	req.TopP = optFloat(body.Field("top_p"), 1, greaterThanZero, validate.Le(1.0))
+	if k := optInt(body.Field("top_k"), 0, validate.Ge(-1)); k > 0 {
+		req.TopK = k // -1 and 0 both mean off, as in vLLM
+	}
+	req.N = optInt(body.Field("n"), 1, validate.Ge(1), validate.Le(s.deps.Chat.MaxChoices()))
+	if seed, ok := body.Field("seed").Optional().Nullable().Int(); ok {
+		s64 := int64(seed)
+		req.Seed = &s64
+	}
+	req.Stop = parseStop(body.Field("stop").Optional().Nullable())
+	req.MaxTokens = optInt(body.Field("max_tokens"), 0, validate.Ge(1))
+	if n := optInt(body.Field("max_completion_tokens"), 0, validate.Ge(1)); n > 0 {
+		req.MaxTokens = n // the newer name wins, as in OpenAI
+	}
+	_, _ = body.Field("logprobs").Optional().Nullable().Bool() // logprobs are always returned
+	req.TopLogprobs = optInt(body.Field("top_logprobs"), 0, validate.Ge(0), validate.Le(maxTopLogprobs))
+
+	toolsNode := body.Field("tools")
+	req.Tools = parseTools(toolsNode)
+	checkToolNames(toolsNode)
+	req.ToolChoice = parseToolChoice(body.Field("tool_choice").Optional().Nullable(), req.Tools)
+	req.ParallelToolCalls = true
+	if p, ok := body.Field("parallel_tool_calls").Optional().Nullable().Bool(); ok {
+		req.ParallelToolCalls = p
+	}
+	if rf, ok := body.Field("response_format").Optional().Nullable().Model(); ok {
+		t, _ := rf.Field("type").Enum("text", "json_object")
+		req.JSONObject = t == "json_object"
+	}
+
+	opt.stream, _ = body.Field("stream").Optional().Nullable().Bool()
+	if so, ok := body.Field("stream_options").Optional().Nullable().Model(); ok {
+		opt.includeUsage, _ = so.Field("include_usage").Optional().Nullable().Bool()
+	}
+	_, _ = body.Field("user").Optional().Nullable().String()
+	return req, opt
+}
+
+func optFloat(n validate.Node, def float64, rules ...validate.Rule[float64]) float64 {
+	if v, ok := n.Optional().Nullable().Float(rules...); ok {
+		return v
+	}
+	return def
+}
+
+func optInt(n validate.Node, def int, rules ...validate.Rule[int]) int {
+	if v, ok := n.Optional().Nullable().Int(rules...); ok {
+		return v
+	}
+	return def
+}
+
+// greaterThanZero is pydantic's gt=0 constraint.
+func greaterThanZero(n validate.Node, v float64) bool {
+	if v > 0 {
+		return true
+	}
+	n.Fail("greater_than", "Input should be greater than 0", map[string]any{"gt": 0})
+	return false
+}
+
+// checkChatMessage is checkMessage plus what the model can take: text content only (an image or audio
+// part is a 422 rather than silently dropped) and function tool calls whose arguments are a JSON object,
+// as the chat template writes them. It only inspects values checkMessage has typed, so nothing is
+// reported twice.
+func checkChatMessage(o validate.Obj) {
+	checkMessage(o)
+	for _, part := range listItems(o.Field("content")) {
+		if p, ok := asObj(part); ok {
+			typ := p.Field("type")
+			if t, ok := typ.Value().(string); ok && t != "text" && t != "refusal" {
+				typ.Invalid(fmt.Sprintf("content parts of type %q are not supported: this model reads text only", t))
+			}
+		}
+	}
+	for _, item := range listItems(o.Field("tool_calls")) {
+		call, ok := asObj(item)
+		if !ok {
+			continue
+		}
+		if t, _ := call.Field("type").Value().(string); t == "custom" {
+			call.Field("type").Invalid("custom tool calls are not supported: this model calls functions only")
+			continue
+		}
+		if fn, ok := asObj(call.Field("function")); ok {
+			args := fn.Field("arguments")
+			if s, ok := args.Value().(string); ok && !isJSONObject(s) {
+				args.Invalid("arguments must be a JSON object encoded as a string")
+			}
+		}
+	}
+}
+
+// listItems returns the items of a value that is a list, recording nothing otherwise.
+func listItems(n validate.Node) []validate.Node {
+	if _, ok := n.Value().([]any); !ok {
+		return nil
+	}
+	items, _ := n.List()
+	return items
+}
+
+// asObj returns the node as an object when it is one, recording nothing otherwise.
+func asObj(n validate.Node) (validate.Obj, bool) {
+	if _, ok := n.Value().(*validate.Object); !ok {
+		return validate.Obj{}, false
+	}
+	return n.Dict()
+}
+
+func isString(n validate.Node) bool {
+	_, ok := n.Value().(string)
+	return ok
+}
+
+// isJSONObject reports whether s is a JSON object (blank counts as {}, as the chat template treats it).
+func isJSONObject(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return true
+	}
+	var v map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &v) == nil && v != nil
+}
+
+// checkToolNames applies OpenAI's function-name rule to the names parseTools has typed.
+func checkToolNames(n validate.Node) {
+	for _, item := range listItems(n) {
+		if t, ok := asObj(item); ok {
+			if fn, ok := asObj(t.Field("function")); ok {
+				if name := fn.Field("name"); isString(name) {
+					name.String(toolNameRules...)
+				}
+			}
+		}
+	}
+}
+
+func parseStop(n validate.Node) []string {
+	if s, ok := n.Value().(string); ok {
+		if _, ok := n.String(validate.MinLen(1)); ok {
+			return []string{s}
+		}
+		return nil
+	}
+	items, ok := n.List(validate.MaxItems(maxStopSequences))
+	if !ok {
+		return nil
+	}
+	stops := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.String(validate.MinLen(1)); ok {
+			stops = append(stops, s)
+		}
+	}
+	return stops
+}
+
+// parseToolChoice reads "none" | "auto" | "required" | {"type":"function","function":{"name":...}}.
+// The default is "auto" with tools and "none" without, as in OpenAI; forcing a call needs tools.
+func parseToolChoice(n validate.Node, tools []trainyard.Tool) serving.ToolChoice {
+	tc := serving.ToolChoice{Mode: serving.ToolChoiceNone}
+	if len(tools) > 0 {
+		tc.Mode = serving.ToolChoiceAuto
+	}
+	switch n.Value().(type) {
+	case nil:
+		return tc
+	case string:
+		mode, ok := n.Enum(serving.ToolChoiceNone, serving.ToolChoiceAuto, serving.ToolChoiceRequired)
+		if !ok {
+			return tc
+		}
+		if mode == serving.ToolChoiceRequired && len(tools) == 0 {
+			n.Invalid("tool_choice 'required' needs tools")
+		}
+		return serving.ToolChoice{Mode: mode}
+	}
+	obj, ok := n.Model()
+	if !ok {
+		return tc
+	}
+	_, _ = obj.Field("type").Optional().Enum("function")
+	fn, ok := obj.Field("function").Model()
+	if !ok {
+		return tc
+	}
+	nameNode := fn.Field("name")
+	name, ok := nameNode.String()
+	if !ok {
+		return tc
+	}
+	for _, t := range tools {
+		if t.Function.Name == name {
+			return serving.ToolChoice{Mode: serving.ToolChoiceFunction, Name: name}
+		}
+	}
+	nameNode.Invalid(fmt.Sprintf("tool_choice names function %q, which is not in tools", name))
+	return tc
+}
