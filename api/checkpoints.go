@@ -45,7 +45,10 @@ func newListResponse[T any](items []T, hasMore bool, id func(T) string) listResp
 func pageQuery(c *gin.Context, errs *validate.Errors, withOrder bool) trainyard.ListOptions {
 	q := c.Request.URL.Query()
 	opts := trainyard.ListOptions{Limit: trainyard.DefaultPageLimit, Order: trainyard.OrderAsc}
-	opts.After, _ = errs.Query(q, "after").Optional().UUID()
+	// An empty cursor is no cursor.
+	if vs := q["after"]; len(vs) > 0 && vs[len(vs)-1] != "" {
+		opts.After, _ = errs.Query(q, "after").UUID()
+	}
 	if v, ok := errs.Query(q, "limit").Optional().Int(validate.Ge(1), validate.Le(trainyard.MaxPageLimit)); ok {
 		opts.Limit = v
 	}

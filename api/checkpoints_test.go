@@ -88,6 +88,9 @@ func TestListCheckpointsPagination(t *testing.T) {
 	if latest := e.listCheckpoints(id, "?limit=1&order=desc"); !reflect.DeepEqual(latest.steps, []int{5}) || !latest.hasMore {
 		t.Errorf("latest = %+v", latest)
 	}
+	if p := e.listCheckpoints(id, "?after=&limit=2"); !reflect.DeepEqual(p.steps, []int{1, 2}) {
+		t.Errorf("an empty cursor gave %v, want the first page", p.steps)
+	}
 	if p := e.listCheckpoints(id, "?limit=100"); len(p.steps) != 5 {
 		t.Errorf("limit=100 gave %v", p.steps)
 	}

@@ -10,7 +10,7 @@ import (
 // never modify the receiver.
 type Node struct {
 	errs     *Errors
-	loc      []any
+	at       *path
 	val      any
 	present  bool
 	parent   any // echoed as the input of a "missing" error, like pydantic
@@ -22,13 +22,42 @@ type Node struct {
 // At returns the node for a present value at loc (e.g. "body", or "path",
 // "model_id").
 func (e *Errors) At(val any, loc ...any) Node {
-	return Node{errs: e, loc: loc, val: val, present: true}
+	return Node{errs: e, at: newPath(loc), val: val, present: true}
 }
 
 // Absent returns the node for a value that was not sent; parent is what a
 // "missing" error echoes as its input (nil for query and path parameters).
 func (e *Errors) Absent(parent any, loc ...any) Node {
-	return Node{errs: e, loc: loc, parent: parent}
+	return Node{errs: e, at: newPath(loc), parent: parent}
+}
+
+// path is a location kept as a list from the leaf up, so a child shares its
+// parent's location instead of copying it; the slice is built only for an
+// error.
+type path struct {
+	up  *path
+	key any
+}
+
+func newPath(loc []any) *path {
+	var p *path
+	for _, k := range loc {
+		p = &path{up: p, key: k}
+	}
+	return p
+}
+
+func (p *path) slice() []any {
+	n := 0
+	for q := p; q != nil; q = q.up {
+		n++
+	}
+	out := make([]any, n)
+	for q := p; q != nil; q = q.up {
+		n--
+		out[n] = q.key
+	}
+	return out
 }
 
 // Query returns the node of query parameter name at ["query", name]. As in
@@ -45,8 +74,8 @@ func (e *Errors) Query(q url.Values, name string) Node {
 // whether a sub-check found anything (compare Len before and after).
 func (n Node) Errors() *Errors { return n.errs }
 
-// Loc returns a copy of the node's location.
-func (n Node) Loc() []any { return append([]any(nil), n.loc...) }
+// Loc returns the node's location.
+func (n Node) Loc() []any { return n.at.slice() }
 
 // Value returns the decoded value (see value.go), nil when absent.
 func (n Node) Value() any { return n.val }
@@ -95,7 +124,7 @@ func (n Node) Member(tag string) Node {
 func (n Node) child(key any, val any, present bool, parent any) Node {
 	return Node{
 		errs:    n.errs,
-		loc:     append(n.loc[:len(n.loc):len(n.loc)], key),
+		at:      &path{up: n.at, key: key},
 		val:     val,
 		present: present,
 		parent:  parent,
@@ -202,10 +231,10 @@ func (o Obj) Entries() []Node {
 // Key returns the last element of the node's location as a string: the
 // member name of a node from Entries or Field.
 func (n Node) Key() string {
-	if len(n.loc) == 0 {
+	if n.at == nil {
 		return ""
 	}
-	return fmt.Sprint(n.loc[len(n.loc)-1])
+	return fmt.Sprint(n.at.key)
 }
 
 // Raw returns the object's bytes exactly as the client sent them (nil if
