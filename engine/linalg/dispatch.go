@@ -17,6 +17,9 @@ var (
 	// row beats packing up to 4 rows, the AVX-512 four-row kernels up to 16.
 	smallRows    = gemvEachRow
 	smallRowsMax = 4
+	// rowsDot and colsAcc are the two matrix-vector forms (see gemv.go).
+	rowsDot = rowsDotGeneric
+	colsAcc = colsAccGeneric
 )
 
 // Backend names the Sgemm implementation in use: "avx512", "avx2", "generic" or "openblas".

@@ -45,50 +45,64 @@ const gemvChunk = 4096
 
 // gemvRows sets out[j*inc] = alpha*Dot(x, M[j, :len(x)]) + beta*out[j*inc] for the rows rows of M (stride ld).
 func gemvRows(mat []float32, ld, width int, x []float32, rows int, alpha, beta float32, out []float32, inc int) {
-	chunks := (rows + 255) / 256
+	const chunk = 256
 	workers, release := acquireWorkers(rows, width, 1)
 	defer release()
-	parallelFor(workers, chunks, func(_, ch int) {
-		for j := ch * 256; j < min(rows, ch*256+256); j++ {
-			s := alpha * dot(x, mat[j*ld:j*ld+width])
-			if beta != 0 {
-				s += beta * out[j*inc]
-			}
-			out[j*inc] = s
-		}
+	parallelFor(workers, (rows+chunk-1)/chunk, func(_, ch int) {
+		j0 := ch * chunk
+		var tmp [chunk]float32
+		dots := tmp[:min(chunk, rows-j0)]
+		rowsDot(dots, mat, ld, j0, x[:width])
+		mergeVector(dots, alpha, beta, out[j0*inc:], inc)
 	})
 }
 
 var accPool = sync.Pool{New: func() any { s := make([]float32, gemvChunk); return &s }}
 
-// gemvCols sets out[j*inc] = alpha*Σ_p x[p]*M[p, j] + beta*out[j*inc] for j < cols, accumulating whole rows of M
-// (stride ld) with Axpy into an L1-sized buffer.
+// gemvCols sets out[j*inc] = alpha*Σ_p x[p]*M[p, j] + beta*out[j*inc] for j < cols, M's rows ld apart.
 func gemvCols(mat []float32, ld, cols int, x []float32, k int, alpha, beta float32, out []float32, inc int) {
 	chunks := (cols + gemvChunk - 1) / gemvChunk
 	workers, release := acquireWorkers(cols, k, 1)
 	defer release()
 	chunks = max(chunks, workers) // split mid-sized outputs too, so every worker streams part of the matrix
-	size := roundUp((cols+chunks-1)/chunks, 16)
+	size := roundUp((cols+chunks-1)/chunks, 64)
 	parallelFor(workers, chunks, func(_, ch int) {
 		j0 := ch * size
 		if j0 >= cols {
 			return
 		}
-		w := min(size, cols-j0)
 		ps := accPool.Get().(*[]float32)
 		defer accPool.Put(ps)
-		acc := (*ps)[:w]
-		clear(acc)
-		for p := 0; p < k; p++ {
-			axpy(x[p], mat[p*ld+j0:p*ld+j0+w], acc)
-		}
-		for j, v := range acc {
-			o := (j0 + j) * inc
-			s := alpha * v
-			if beta != 0 {
-				s += beta * out[o]
-			}
-			out[o] = s
-		}
+		acc := (*ps)[:min(size, cols-j0)]
+		colsAcc(acc, mat, ld, j0, x[:k])
+		mergeVector(acc, alpha, beta, out[j0*inc:], inc)
 	})
+}
+
+// mergeVector sets out[j*inc] = alpha*v[j] + beta*out[j*inc] (beta == 0 overwrites).
+func mergeVector(v []float32, alpha, beta float32, out []float32, inc int) {
+	for j, s := range v {
+		o := j * inc
+		if beta == 0 {
+			out[o] = alpha * s
+		} else {
+			out[o] = alpha*s + beta*out[o]
+		}
+	}
+}
+
+// rowsDotGeneric sets out[j] = Dot(x, M[j0+j, :len(x)]) for j < len(out), M's rows ld apart.
+func rowsDotGeneric(out, mat []float32, ld, j0 int, x []float32) {
+	for j := range out {
+		r := (j0 + j) * ld
+		out[j] = dot(x, mat[r:r+len(x)])
+	}
+}
+
+// colsAccGeneric sets acc[j] = Σ_p x[p]·M[p, j0+j] for j < len(acc), adding whole row slices with Axpy.
+func colsAccGeneric(acc, mat []float32, ld, j0 int, x []float32) {
+	clear(acc)
+	for p, xp := range x {
+		axpy(xp, mat[p*ld+j0:p*ld+j0+len(acc)], acc)
+	}
 }

@@ -110,3 +110,28 @@ func smallNT(ar [4][]float32, rows, j0, j1, k int, alpha float32, b []float32, l
 		mergeTile(tile[:], 4, rows, cols, alpha, beta, c[j:], ldc)
 	}
 }
+
+// colsAccAVX512 is colsAcc with the 64-column register-accumulating kernel.
+func colsAccAVX512(acc, mat []float32, ld, j0 int, x []float32) {
+	k := len(x)
+	for j := 0; j < len(acc); j += 64 {
+		cols := min(64, len(acc)-j)
+		_ = mat[(k-1)*ld+j0+j+cols-1]
+		gemvCols64AVX512(k, &x[0], &mat[j0+j], ld, &acc[j], cols)
+	}
+}
+
+// rowsDotAVX512 is rowsDot with the eight-row kernel; a last group of fewer than eight rows overlaps the one
+// before it instead of reading past the matrix.
+func rowsDotAVX512(out, mat []float32, ld, j0 int, x []float32) {
+	k, n := len(x), len(out)
+	if n < 8 {
+		rowsDotGeneric(out, mat, ld, j0, x)
+		return
+	}
+	for j := 0; j < n; j += 8 {
+		j = min(j, n-8)
+		_ = mat[(j0+j+7)*ld+k-1]
+		gemvRows8AVX512(k, &x[0], &mat[(j0+j)*ld], ld, &out[j : j+8][0])
+	}
+}
