@@ -135,3 +135,11 @@ func rowsDotAVX512(out, mat []float32, ld, j0 int, x []float32) {
 		gemvRows8AVX512(k, &x[0], &mat[(j0+j)*ld], ld, &out[j : j+8][0])
 	}
 }
+
+// useSmallRows switches few-row and matrix-vector products to the AVX-512 kernels when the CPU has them.
+func useSmallRows() {
+	if hasAVX512() {
+		smallRows, smallRowsMax = smallRowsAVX512, 16
+		rowsDot, colsAcc = rowsDotAVX512, colsAccAVX512
+	}
+}

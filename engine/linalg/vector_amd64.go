@@ -62,11 +62,3 @@ func useSIMDVectors() {
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
 }
-
-// useSmallRows switches few-row and matrix-vector products to the AVX-512 kernels when the CPU has them.
-func useSmallRows() {
-	if hasAVX512() {
-		smallRows, smallRowsMax = smallRowsAVX512, 16
-		rowsDot, colsAcc = rowsDotAVX512, colsAccAVX512
-	}
-}
