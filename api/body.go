@@ -64,6 +64,10 @@ func (s *Server) decodeBody(c *gin.Context, errs *validate.Errors) (validate.Nod
 	case err != nil:
 		return validate.Node{}, fmt.Errorf("decode body: %w", err)
 	}
+	if v == nil {
+		// FastAPI treats a JSON null body as no body at all.
+		return errs.Absent(nil, "body"), nil
+	}
 	return errs.At(v, "body"), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -17,6 +18,11 @@ func TestHealthNeedsNoKey(t *testing.T) {
 	mustStatus(t, res, http.StatusOK)
 	if got := res.JSON(t)["status"]; got != "ok" {
 		t.Errorf("status field = %v, want ok", got)
+	}
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, httptest.NewRequest("HEAD", "/v1/health", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("HEAD /v1/health = %d, want 200", rec.Code)
 	}
 }
 

@@ -8,6 +8,7 @@ func (s *Server) routes() {
 
 	// Probes answer without a key.
 	v1.GET("/health", s.health)
+	v1.HEAD("/health", s.health) // for load balancers that probe with HEAD
 	v1.GET("/system-check", s.systemCheck)
 
 	authed := v1.Group("", s.authenticate)
