@@ -23,16 +23,22 @@ import (
 // Options configure a pretraining run. Zero fields take the defaults of DefaultOptions.
 type Options struct {
 	OutDir      string       // where model.safetensors and config.json go
-	Config      model.Config // architecture
-	Steps       int
-	BatchTokens int // tokens per optimizer step
-	MaxSeqLen   int // examples are cut to this many tokens
-	Seed        int64
-	PeakLR      float32
-	WarmupSteps int
-	SaveEvery   int    // also write the weights every this many steps (0 = only at the end)
-	FortuneDir  string // Debian's fortunes (apt-get install fortunes fortunes-min)
+	Config      model.Config // architecture (ignored with InitFrom)
+	Stages      []Stage      // run in order; weights carry over, each stage starts a fresh optimizer
+	BatchTokens int          // tokens per optimizer step
+	MaxSeqLen   int          // examples are cut to this many tokens
+	SaveEvery   int          // also write the weights every this many steps (0 = only after each stage)
+	FortuneDir  string       // Debian's fortunes (apt-get install fortunes fortunes-min)
+	InitFrom    string       // start from the weights in this directory instead of a random init
 	Log         io.Writer
+}
+
+// Stage is one phase of the schedule: linear warmup to PeakLR, cosine decay to PeakLR/10 over Steps, on
+// data drawn from Seed (stage 0's Seed also seeds the initialisation).
+type Stage struct {
+	Steps, WarmupSteps int
+	PeakLR             float32
+	Seed               int64
 }
 
 // TinyChatConfig is the architecture of trainyard/tiny-chat.
@@ -43,9 +49,9 @@ func TinyChatConfig() model.Config {
 
 // DefaultOptions is the recipe of the committed tiny-chat weights.
 func DefaultOptions() Options {
-	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), Steps: 500, BatchTokens: 4096,
-		MaxSeqLen: 384, Seed: 1, PeakLR: 2e-3, WarmupSteps: 30, SaveEvery: 50,
-		FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
+	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), BatchTokens: 4096, MaxSeqLen: 384,
+		Stages:    []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 300, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2}},
+		SaveEvery: 50, FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
 }
 
 func (o *Options) fill() {
@@ -56,17 +62,14 @@ func (o *Options) fill() {
 	if o.Config.VocabSize == 0 {
 		o.Config = d.Config
 	}
-	for _, f := range []struct {
-		v *int
-		d int
-	}{{&o.Steps, d.Steps}, {&o.BatchTokens, d.BatchTokens},
-		{&o.MaxSeqLen, d.MaxSeqLen}, {&o.WarmupSteps, d.WarmupSteps}} {
-		if *f.v == 0 {
-			*f.v = f.d
-		}
+	if len(o.Stages) == 0 {
+		o.Stages = d.Stages
 	}
-	if o.PeakLR == 0 {
-		o.PeakLR = d.PeakLR
+	if o.BatchTokens == 0 {
+		o.BatchTokens = d.BatchTokens
+	}
+	if o.MaxSeqLen == 0 {
+		o.MaxSeqLen = d.MaxSeqLen
 	}
 	if o.FortuneDir == "" {
 		o.FortuneDir = d.FortuneDir
@@ -77,60 +80,95 @@ func (o *Options) fill() {
 }
 
 // lr is linear warmup to the peak, then cosine decay to a tenth of it.
-func (o *Options) lr(step int) float32 {
-	if step < o.WarmupSteps {
-		return o.PeakLR * float32(step+1) / float32(o.WarmupSteps)
+func (s Stage) lr(step int) float32 {
+	if step < s.WarmupSteps {
+		return s.PeakLR * float32(step+1) / float32(s.WarmupSteps)
 	}
-	frac := float64(step-o.WarmupSteps) / float64(max(1, o.Steps-o.WarmupSteps))
-	return o.PeakLR * float32(0.1+0.9*0.5*(1+math.Cos(math.Pi*frac)))
+	frac := float64(step-s.WarmupSteps) / float64(max(1, s.Steps-s.WarmupSteps))
+	return s.PeakLR * float32(0.1+0.9*0.5*(1+math.Cos(math.Pi*frac)))
 }
 
-// Run pretrains and writes OutDir/model.safetensors and OutDir/config.json.
+// Run pretrains (or, with InitFrom, continues pretraining) and writes OutDir/model.safetensors and
+// OutDir/config.json after every stage.
 func Run(ctx context.Context, o Options) error {
 	o.fill()
 	tok := tokenizer.New()
 	fortunes := loadFortunes(o.FortuneDir, 200)
-	fmt.Fprintf(o.Log, "pretrain: %d fortunes from %s, %d parameters, %d steps of %d tokens\n",
-		len(fortunes), o.FortuneDir, o.Config.NumParams(), o.Steps, o.BatchTokens)
 	if len(fortunes) == 0 {
 		fortunes = fallbackFortunes
 	}
-	gen := &generator{r: newRand(o.Seed), tok: tok, tmpl: chat.NewTemplate(tok), fortunes: fortunes, maxLen: o.MaxSeqLen}
-	w, err := model.NewWeights(o.Config)
+	w, err := o.initialWeights()
 	if err != nil {
 		return err
 	}
-	w.Init(o.Seed)
+	fmt.Fprintf(o.Log, "pretrain: %d fortunes from %s, %d parameters, stages %+v, %d tokens per step\n",
+		len(fortunes), o.FortuneDir, w.Cfg.NumParams(), o.Stages, o.BatchTokens)
 	grads := w.Clone()
 	params, gradList := tensorData(w), tensorData(grads)
-	opt := train.NewAdamState(params)
 	arena := &model.Arena{}
 	start := time.Now()
-	for step := 0; step < o.Steps; step++ {
-		batch := gen.batch(o.BatchTokens)
-		for _, g := range gradList {
-			clear(g)
-		}
-		loss, err := lmStep(ctx, w, grads, arena, batch)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		cfg := train.AdamW{LearningRate: o.lr(step), Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
-		norm, err := opt.Update(params, gradList, cfg)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		if step%10 == 0 || step == o.Steps-1 {
-			fmt.Fprintf(o.Log, "step %d loss %.4f grad_norm %.3f lr %.2e elapsed %s\n", step, loss, norm,
-				cfg.LearningRate, time.Since(start).Round(time.Second))
-		}
-		if o.SaveEvery > 0 && (step+1)%o.SaveEvery == 0 {
-			if err := Save(o.OutDir, w); err != nil {
-				return err
+	for si, st := range o.Stages {
+		gen := &generator{r: newRand(st.Seed), tok: tok, tmpl: chat.NewTemplate(tok), fortunes: fortunes, maxLen: o.MaxSeqLen}
+		opt := train.NewAdamState(params)
+		for step := 0; step < st.Steps; step++ {
+			batch := gen.batch(o.BatchTokens)
+			for _, g := range gradList {
+				clear(g)
+			}
+			loss, err := lmStep(ctx, w, grads, arena, batch)
+			if err != nil {
+				return fmt.Errorf("stage %d step %d: %w", si, step, err)
+			}
+			cfg := train.AdamW{LearningRate: st.lr(step), Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
+			norm, err := opt.Update(params, gradList, cfg)
+			if err != nil {
+				return fmt.Errorf("stage %d step %d: %w", si, step, err)
+			}
+			if step%10 == 0 || step == st.Steps-1 {
+				fmt.Fprintf(o.Log, "stage %d step %d loss %.4f grad_norm %.3f lr %.2e elapsed %s\n", si, step, loss, norm,
+					cfg.LearningRate, time.Since(start).Round(time.Second))
+			}
+			if o.SaveEvery > 0 && (step+1)%o.SaveEvery == 0 {
+				if err := Save(o.OutDir, w); err != nil {
+					return err
+				}
 			}
 		}
+		if err := Save(o.OutDir, w); err != nil {
+			return err
+		}
 	}
-	return Save(o.OutDir, w)
+	return nil
+}
+
+// initialWeights loads InitFrom or initialises randomly from the first stage's seed.
+func (o *Options) initialWeights() (*model.Weights, error) {
+	if o.InitFrom == "" {
+		w, err := model.NewWeights(o.Config)
+		if err != nil {
+			return nil, err
+		}
+		w.Init(o.Stages[0].Seed)
+		return w, nil
+	}
+	cfgJSON, err := os.ReadFile(filepath.Join(o.InitFrom, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := model.ParseHFConfig(cfgJSON)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(o.InitFrom, "model.safetensors"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := safetensors.Read(f)
+	if err != nil {
+		return nil, err
+	}
+	return model.LoadWeights(cfg, st.Tensors)
 }
 
 // lmStep adds the gradient of the weighted next-token cross-entropy of batch to grads and returns the loss.
