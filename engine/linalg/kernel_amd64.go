@@ -17,6 +17,10 @@ func packB32AVX512(dst, src *float32, kc, cols, ldb int, trans bool)
 //go:noescape
 func tile6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
+// maxGatherStride is the largest row stride the packing gathers handle: their offsets r·ld (r < 16) are
+// 32-bit.
+const maxGatherStride = (1<<31 - 1) / 16
+
 // avx512Kernel needs AVX-512F and VL; 14×32 fills 28 of the 32 zmm registers with accumulators.
 var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
@@ -24,6 +28,10 @@ var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 		tile14x32AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	},
 	packA: func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
+		if lda > maxGatherStride {
+			packA(dst, a, lda, transA, i0, rows, p0, kc, 14)
+			return
+		}
 		_ = dst[14*kc-1]
 		first, last := i0*lda+p0, (i0+rows-1)*lda+p0+kc-1 // op(A)[i0, p0] and op(A)[i0+rows-1, p0+kc-1]
 		if transA {
@@ -33,6 +41,10 @@ var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 		packA14AVX512(&dst[0], &a[first], kc, rows, lda, transA)
 	},
 	packB: func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int) {
+		if ldb > maxGatherStride {
+			packB(dst, b, ldb, transB, p0, kc, j0, cols, 32)
+			return
+		}
 		_ = dst[32*kc-1]
 		first, last := p0*ldb+j0, (p0+kc-1)*ldb+j0+cols-1 // op(B)[p0, j0] and op(B)[p0+kc-1, j0+cols-1]
 		if transB {
@@ -65,7 +77,8 @@ func simdKernels() []*microKernel {
 }
 
 //go:noescape
-func small4x64NN(k int, a *[4]*float32, aStride int, b *float32, ldb int, c *[4]*float32, alpha, beta float32, cols int)
+func small4x64NN(k int, a *[4]*float32, aStride int, b *float32, ldb int, c *[4]*float32, alpha, beta float32,
+	cols int)
 
 //go:noescape
 func small4x4NT(k int, a, b *[4]*float32, c *float32, ldc int, alpha, beta float32)
