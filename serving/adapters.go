@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
@@ -16,11 +19,12 @@ import (
 // never served from the cache.
 type adapters struct {
 	blobs trainyard.BlobStore
+	log   *zap.Logger
 	cache *lruCache[string, *engine.Adapter]
 }
 
-func newAdapters(blobs trainyard.BlobStore, maxBytes int64) *adapters {
-	return &adapters{blobs: blobs, cache: newLRUCache[string, *engine.Adapter](maxBytes,
+func newAdapters(blobs trainyard.BlobStore, maxBytes int64, log *zap.Logger) *adapters {
+	return &adapters{blobs: blobs, log: log, cache: newLRUCache[string, *engine.Adapter](maxBytes,
 		func(a *engine.Adapter) int64 { return a.SizeBytes() })}
 }
 
@@ -33,6 +37,7 @@ func (a *adapters) get(ctx context.Context, base *engine.Base, modelName string,
 }
 
 func (a *adapters) load(ctx context.Context, base *engine.Base, modelName string, c *trainyard.Checkpoint) (*engine.Adapter, error) {
+	start := time.Now()
 	cfg, err := a.read(ctx, c, trainyard.AdapterConfigFile)
 	if err != nil {
 		return nil, a.missing(err, modelName, c)
@@ -45,6 +50,8 @@ func (a *adapters) load(ctx context.Context, base *engine.Base, modelName string
 	if err != nil {
 		return nil, fmt.Errorf("load adapter of checkpoint %s (model %s step %d): %w", c.ID, c.ModelID, c.Step, err)
 	}
+	a.log.Info("adapter loaded", zap.String("model_id", c.ModelID), zap.Int("step", c.Step),
+		zap.Int64("bytes", ad.SizeBytes()), zap.Duration("took", time.Since(start)))
 	return ad, nil
 }
 

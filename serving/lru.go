@@ -92,10 +92,3 @@ func (c *lruCache[K, V]) add(key K, v V) {
 		c.bytes -= e.size
 	}
 }
-
-// stats returns the number of cached values and their total size.
-func (c *lruCache[K, V]) stats() (n int, bytes int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries), c.bytes
-}

@@ -106,3 +106,10 @@ func TestLRUCacheDoesNotKeepFailedLoads(t *testing.T) {
 		t.Fatalf("after a failure: %v %v %v; want a fresh load", v, hit, err)
 	}
 }
+
+// stats returns the number of cached values and their total size.
+func (c *lruCache[K, V]) stats() (n int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries), c.bytes
+}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
 
 	"go.uber.org/zap"
 
@@ -15,15 +13,8 @@ import (
 	"github.com/trainyard/trainyard/engine"
 )
 
-// Environment variables read by ConfigFromEnv.
-const (
-	EnvConcurrency           = "TRAINYARD_CHAT_CONCURRENCY"
-	EnvPerAccountConcurrency = "TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT"
-	EnvAdapterCacheBytes     = "TRAINYARD_ADAPTER_CACHE_BYTES"
-)
-
 // DefaultAdapterCacheBytes bounds the adapters kept loaded when Config.AdapterCacheBytes is zero. A rank-8
-// adapter of the built-in model is about 1 MiB, so this holds a few hundred checkpoints.
+// adapter of the built-in model is under 1 MiB, so this holds a few hundred checkpoints.
 const DefaultAdapterCacheBytes = 256 << 20
 
 // Config holds the serving settings; the zero value is usable.
@@ -47,34 +38,9 @@ type Config struct {
 // decoding step.
 const DefaultMaxChoices = 16
 
-// ConfigFromEnv reads EnvConcurrency, EnvPerAccountConcurrency and EnvAdapterCacheBytes; unset
-// variables keep their zero default.
-func ConfigFromEnv() (Config, error) {
-	conc, err1 := envInt(EnvConcurrency)
-	perAccount, err2 := envInt(EnvPerAccountConcurrency)
-	cacheBytes, err3 := envInt(EnvAdapterCacheBytes)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return Config{}, err
-	}
-	return Config{Concurrency: int(conc), PerAccountConcurrency: int(perAccount), AdapterCacheBytes: cacheBytes}, nil
-}
-
-func envInt(name string) (int64, error) {
-	s := os.Getenv(name)
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want a non-negative integer", name, s)
-	}
-	return n, nil
-}
-
 // Service serves chat completions. It is safe for concurrent use.
 type Service struct {
 	cfg      Config
-	log      *zap.Logger
 	resolver resolver
 	bases    *bases
 	adapters *adapters
@@ -105,8 +71,8 @@ func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log
 		log = zap.NewNop()
 	}
 	b := newBases(cfg.BaseModels, cfg.OpenBase)
-	return &Service{cfg: cfg, log: log, bases: b, resolver: resolver{models: models, isBase: b.has},
-		adapters: newAdapters(blobs, cfg.AdapterCacheBytes), limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency)}
+	return &Service{cfg: cfg, bases: b, resolver: resolver{models: models, isBase: b.has},
+		adapters: newAdapters(blobs, cfg.AdapterCacheBytes, log), limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency)}
 }
 
 // BaseModels returns the base model names served.
