@@ -32,6 +32,9 @@ type BlobStore interface {
 	PutJobInput(ctx context.Context, jobID, name string, r io.Reader, size int64) error
 	// GetJobInput opens a job's input document; ENOTFOUND if absent.
 	GetJobInput(ctx context.Context, jobID, name string) (io.ReadCloser, error)
+	// DeleteJobFiles removes every object stored under a job (its inputs
+	// and any state kept with it), e.g. when the job's model is deleted.
+	DeleteJobFiles(ctx context.Context, jobID string) error
 
 	// GetURL opens an s3://bucket/key object (SFT training_data_url).
 	GetURL(ctx context.Context, url string) (io.ReadCloser, error)

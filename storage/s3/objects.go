@@ -79,6 +79,14 @@ func (s *Store) GetJobInput(ctx context.Context, jobID, name string) (io.ReadClo
 	return s.get(ctx, s.bucket, key)
 }
 
+// DeleteJobFiles removes every object stored under a job.
+func (s *Store) DeleteJobFiles(ctx context.Context, jobID string) error {
+	if err := checkSegment("job id", jobID); err != nil {
+		return err
+	}
+	return s.deletePrefix(ctx, jobsPrefix+jobID+"/")
+}
+
 // put uploads r to key. The SDK must read a body twice over plain HTTP
 // (checksum, then send) and again on a retry, so an unseekable r is first
 // spooled to memory or, when large, to a temporary file.

@@ -178,6 +178,25 @@ func TestDeleteByPrefix(t *testing.T) {
 	if got := readAll(t)(st.GetJobInput(ctx, "job", "input.json")); string(got) != "{}" {
 		t.Fatalf("job input = %q", got)
 	}
+
+	// A job's objects go together; a job whose id extends it stays.
+	for _, name := range []string{"input.json", "state/00000001/optimizer.bin"} {
+		if err := st.PutJobInput(ctx, "job", strings.ReplaceAll(name, "/", "_"), strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.PutJobInput(ctx, "job2", "input.json", strings.NewReader("y"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteJobFiles(ctx, "job"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.GetJobInput(ctx, "job", "input.json")
+	wantCode(t, err, trainyard.ENOTFOUND)
+	if got := readAll(t)(st.GetJobInput(ctx, "job2", "input.json")); string(got) != "y" {
+		t.Fatalf("job2 input = %q", got)
+	}
+	wantCode(t, st.DeleteJobFiles(ctx, "../x"), trainyard.EINVALID)
 }
 
 func TestDeleteManyObjects(t *testing.T) {
