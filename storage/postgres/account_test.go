@@ -26,6 +26,8 @@ func TestAccounts(t *testing.T) {
 	wantCode(t, err, trainyard.ECONFLICT)
 	_, err = db.CreateAccount(ctx, " ")
 	wantCode(t, err, trainyard.EINVALID)
+	_, err = db.CreateAccount(ctx, "nul\x00byte") // text cannot hold NUL
+	wantCode(t, err, trainyard.EINVALID)
 
 	got, err := db.FindAccountByEntity(ctx, "my-team")
 	mustNil(t, err)

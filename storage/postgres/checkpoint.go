@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,10 @@ func scanCheckpointRow(row pgx.CollectableRow) (*trainyard.Checkpoint, error) {
 	return scanCheckpoint(row)
 }
 
+// validStep reports whether a step can name a checkpoint (the column is a
+// 32-bit integer and steps start at 1).
+func validStep(step int) bool { return step >= 1 && step <= math.MaxInt32 }
+
 func sortByStep(cs []*trainyard.Checkpoint) {
 	slices.SortFunc(cs, func(a, b *trainyard.Checkpoint) int { return a.Step - b.Step })
 }
@@ -34,8 +39,8 @@ func (db *DB) CreateCheckpoint(ctx context.Context, c *trainyard.Checkpoint) err
 	if err != nil {
 		return err
 	}
-	if c.Step < 1 {
-		return trainyard.Errorf(trainyard.EINVALID, "checkpoint step must be at least 1, got %d", c.Step)
+	if c.Step < 1 || c.Step > math.MaxInt32 {
+		return trainyard.Errorf(trainyard.EINVALID, "checkpoint step must be between 1 and %d, got %d", math.MaxInt32, c.Step)
 	}
 	var jobID *string
 	if c.JobID != nil {
@@ -78,6 +83,9 @@ func (db *DB) FindCheckpoint(ctx context.Context, modelID string, step int) (*tr
 	mid, err := parseID("model", modelID)
 	if err != nil {
 		return nil, err
+	}
+	if !validStep(step) {
+		return nil, trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
 	}
 	c, err := scanCheckpoint(db.pool.QueryRow(ctx,
 		`SELECT `+checkpointColumns+` FROM checkpoints WHERE model_id = $1 AND step = $2`, mid, step))
@@ -148,8 +156,15 @@ func (db *DB) DeleteCheckpoints(ctx context.Context, modelID string, steps []int
 	if err != nil {
 		return nil, nil, err
 	}
+	// Steps no column can hold are simply not found (and would not encode).
+	valid := make([]int32, 0, len(steps))
+	for _, s := range steps {
+		if validStep(s) {
+			valid = append(valid, int32(s))
+		}
+	}
 	rows, err := db.pool.Query(ctx,
-		`DELETE FROM checkpoints WHERE model_id = $1 AND step = ANY($2) RETURNING `+checkpointColumns, mid, steps)
+		`DELETE FROM checkpoints WHERE model_id = $1 AND step = ANY($2) RETURNING `+checkpointColumns, mid, valid)
 	if err != nil {
 		return nil, nil, translate(err, "checkpoints of model %s", modelID)
 	}
@@ -181,6 +196,9 @@ func (db *DB) MergeCheckpointMetrics(ctx context.Context, modelID string, step i
 	mid, err := parseID("model", modelID)
 	if err != nil {
 		return err
+	}
+	if !validStep(step) {
+		return trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
 	}
 	enc, err := encodeMetrics(metrics)
 	if err != nil {

@@ -28,6 +28,7 @@ func TestCreateCheckpointIsIdempotent(t *testing.T) {
 	}
 
 	wantCode(t, f.db.CreateCheckpoint(ctx, &trainyard.Checkpoint{ModelID: f.model.ID, Step: 0}), trainyard.EINVALID)
+	wantCode(t, f.db.CreateCheckpoint(ctx, &trainyard.Checkpoint{ModelID: f.model.ID, Step: 1 << 40}), trainyard.EINVALID)
 	wantCode(t, f.db.CreateCheckpoint(ctx, &trainyard.Checkpoint{ModelID: fakeID, Step: 1}), trainyard.ENOTFOUND)
 	wantCode(t, f.db.CreateCheckpoint(ctx, &trainyard.Checkpoint{ModelID: "x", Step: 1}), trainyard.ENOTFOUND)
 	wantCode(t, f.db.CreateCheckpoint(ctx, &trainyard.Checkpoint{ModelID: f.model.ID, Step: 2, JobID: ptr(fakeID)}), trainyard.ENOTFOUND)
@@ -77,8 +78,10 @@ func TestFindAndLatestCheckpoint(t *testing.T) {
 	if got.ID != cs[2].ID || got.Metrics["loss"] != 2 || got.ModelID != f.model.ID {
 		t.Fatalf("FindCheckpoint = %+v", got)
 	}
-	_, err = f.db.FindCheckpoint(ctx, f.model.ID, 4)
-	wantCode(t, err, trainyard.ENOTFOUND)
+	for _, step := range []int{4, 0, -1, 1 << 40} {
+		_, err = f.db.FindCheckpoint(ctx, f.model.ID, step)
+		wantCode(t, err, trainyard.ENOTFOUND)
+	}
 	_, err = f.db.LatestCheckpoint(ctx, "junk")
 	wantCode(t, err, trainyard.ENOTFOUND)
 }
@@ -158,9 +161,9 @@ func TestDeleteCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	newCheckpoints(t, f.db, f.model.ID, 1, 2, 3)
 
-	deleted, notFound, err := f.db.DeleteCheckpoints(ctx, f.model.ID, []int{3, 9, 1, 9, 0})
+	deleted, notFound, err := f.db.DeleteCheckpoints(ctx, f.model.ID, []int{3, 9, 1, 9, 0, 1 << 40})
 	mustNil(t, err)
-	if !slices.Equal(steps(deleted), []int{1, 3}) || !slices.Equal(notFound, []int{9, 0}) {
+	if !slices.Equal(steps(deleted), []int{1, 3}) || !slices.Equal(notFound, []int{9, 0, 1 << 40}) {
 		t.Fatalf("deleted %v not found %v", steps(deleted), notFound)
 	}
 	p, err := f.db.ListCheckpoints(ctx, f.model.ID, trainyard.ListOptions{})
@@ -197,6 +200,7 @@ func TestMergeCheckpointMetrics(t *testing.T) {
 		}
 	}
 	wantCode(t, f.db.MergeCheckpointMetrics(ctx, f.model.ID, 2, map[string]float64{"a": 1}), trainyard.ENOTFOUND)
+	wantCode(t, f.db.MergeCheckpointMetrics(ctx, f.model.ID, 1<<40, map[string]float64{"a": 1}), trainyard.ENOTFOUND)
 	wantCode(t, f.db.MergeCheckpointMetrics(ctx, f.model.ID, 1, map[string]float64{"a": math.Inf(1)}), trainyard.EINVALID)
 	wantCode(t, f.db.MergeCheckpointMetrics(ctx, "junk", 1, nil), trainyard.ENOTFOUND)
 }

@@ -20,6 +20,9 @@ const (
 	pgCheckViolation      = "23514"
 	pgNotNullViolation    = "23502"
 	pgInvalidText         = "22P02"
+	pgBadEncoding         = "22021" // e.g. a NUL byte in text
+	pgUntranslatable      = "22P05" // e.g. \u0000 in jsonb
+	pgOutOfRange          = "22003"
 )
 
 // translate turns a driver error into a trainyard error: a missing row is
@@ -46,7 +49,7 @@ func translate(err error, subject string, args ...any) error {
 			return trainyard.WrapError(trainyard.ECONFLICT, err, "%s already exists", subj)
 		case pgForeignKeyViolation:
 			return trainyard.WrapError(trainyard.ENOTFOUND, err, "%s: the %s it refers to was not found", subj, referenced(pgErr))
-		case pgCheckViolation, pgNotNullViolation, pgInvalidText:
+		case pgCheckViolation, pgNotNullViolation, pgInvalidText, pgBadEncoding, pgUntranslatable, pgOutOfRange:
 			return trainyard.WrapError(trainyard.EINVALID, err, "%s: invalid value (%s)", subj, pgErr.Message)
 		}
 		return fmt.Errorf("%s: %w", subj, err)

@@ -60,6 +60,9 @@ func TestAppendEvent(t *testing.T) {
 	wantCode(t, err, trainyard.EINVALID)
 	_, err = f.db.AppendEvent(ctx, &trainyard.Event{JobID: j.ID, Seq: 9, Type: trainyard.EventGradientStep, Data: map[string]any{"f": func() {}}})
 	wantCode(t, err, trainyard.EINVALID)
+	// jsonb cannot hold \u0000.
+	_, err = f.db.AppendEvent(ctx, &trainyard.Event{JobID: j.ID, Seq: 9, Type: trainyard.EventGradientStep, Data: map[string]any{"s": "a\x00b"}})
+	wantCode(t, err, trainyard.EINVALID)
 	_, err = f.db.LastEvent(ctx, newJob(t, f.db, f.model).ID)
 	wantCode(t, err, trainyard.ENOTFOUND)
 }
