@@ -10,9 +10,17 @@ const (
 	ncMax = 1024
 )
 
+// A transposed op(A) of up to maxBlockRows rows is packed as one block per k block (at most 4 MiB), in chunks
+// of blockAChunk k-steps so that all workers share the packing.
+const (
+	maxBlockRows = 4096
+	blockAChunk  = 32
+)
+
 // gemmBuffers is the packing scratch of one Sgemm call, recycled through bufPool.
 type gemmBuffers struct {
 	b      []float32   // packed kc×nc block of op(B)
+	ablock []float32   // all packed panels of a transposed op(A) for one k block
 	a      [][]float32 // per worker: one packed mr×kc panel of op(A)
 	edge   [][]float32 // per worker: an mr×nr tile for partial tiles at the edges of C
 	kernel *microKernel
@@ -54,7 +62,8 @@ func split(total, limit, align int) int {
 
 // sgemmPacked is the blocked driver: for each kc×nc block of op(B) it packs the block once (in parallel) and
 // then lets the workers take (row panel, column group) units, packing the unit's op(A) panel and running the
-// microkernel over it. C is scaled by beta in the first k block only.
+// microkernel over it. When A is transposed, its panels are instead packed all at once per k block, row by
+// row of a (see packABlockTAVX512). C is scaled by beta in the first k block only.
 func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
@@ -67,9 +76,13 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 	mr, nr := kern.mr, kern.nr
 	kc := split(k, kcMax, 1)
 	nc := split(n, ncMax, nr)
+	rowPanels := (m + mr - 1) / mr
+	blockA := transA && kern.packATBlock != nil && m <= maxBlockRows
 	buf := getBuffers(kern, workers, kc, nc)
 	defer bufPool.Put(buf)
-	rowPanels := (m + mr - 1) / mr
+	if blockA {
+		buf.ablock = grow(buf.ablock, rowPanels*mr*kc)
+	}
 	for p0 := 0; p0 < k; p0 += kc {
 		kcur := min(kc, k-p0)
 		bcur := beta
@@ -80,8 +93,17 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 			ncur := min(nc, n-j0)
 			colPanels := (ncur + nr - 1) / nr
 			bp := buf.b
-			parallelFor(workers, colPanels, func(_, jp int) {
-				dst, jj, cols := bp[jp*kcur*nr:], j0+jp*nr, min(nr, ncur-jp*nr)
+			aChunks := 0 // k-step ranges of the A block, packed alongside B once per k block
+			if blockA && j0 == 0 {
+				aChunks = (kcur + blockAChunk - 1) / blockAChunk
+			}
+			parallelFor(workers, colPanels+aChunks, func(_, it int) {
+				if it >= colPanels {
+					pa := (it - colPanels) * blockAChunk
+					kern.packATBlock(buf.ablock, a, lda, m, p0, pa, min(kcur, pa+blockAChunk), kcur)
+					return
+				}
+				dst, jj, cols := bp[it*kcur*nr:], j0+it*nr, min(nr, ncur-it*nr)
 				if kern.packB != nil {
 					kern.packB(dst, b, ldb, transB, p0, kcur, jj, cols)
 				} else {
@@ -98,10 +120,15 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 				ip, g := u/groups, u%groups
 				i0 := ip * mr
 				rows := min(mr, m-i0)
-				ap := buf.a[w]
-				if kern.packA != nil {
+				var ap []float32
+				switch {
+				case blockA:
+					ap = buf.ablock[ip*mr*kcur : (ip+1)*mr*kcur]
+				case kern.packA != nil:
+					ap = buf.a[w]
 					kern.packA(ap, a, lda, transA, i0, rows, p0, kcur)
-				} else {
+				default:
+					ap = buf.a[w]
 					packA(ap, a, lda, transA, i0, rows, p0, kcur, mr)
 				}
 				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {

@@ -10,8 +10,10 @@ var (
 	sigmoid = sigmoidGeneric
 	maxOf   = maxGeneric
 	kernel  = genericKernel
-	backend = "generic"
-	sgemm   = sgemmGo
+	// narrowKernel, when set, replaces kernel for products with n ≤ narrowKernel.nr.
+	narrowKernel *microKernel
+	backend      = "generic"
+	sgemm        = sgemmGo
 	// smallRows computes products of at most smallRowsMax rows (sampling several completions at once), where
 	// packing op(B) costs more than it saves. The limits were measured on 256..704-wide layers: one gemv per
 	// row beats packing up to 4 rows, the AVX-512 four-row kernels up to 16.
@@ -36,12 +38,18 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		scaleMatrix(m, n, beta, c, ldc)
 	case m == 1 || n == 1:
 		gemv(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case m <= smallRowsMax:
+	case m <= smallRowsMax && (m <= 4 || k <= 1024):
+		// Past 4 rows the few-row kernels stream op(B) once per 4 rows; with a long k (LoRA's weight
+		// gradients, k = tokens) packing once is cheaper.
 		smallRows(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
+		kern := kernel
+		if narrowKernel != nil && n <= narrowKernel.nr {
+			kern = narrowKernel
+		}
 		workers, release := acquireWorkers(m, n, k)
 		defer release()
-		sgemmPacked(kernel, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		sgemmPacked(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 

@@ -9,6 +9,7 @@ func init() {
 		kernel = ks[0]
 		backend = ks[0].name
 	}
+	narrowKernel = simdNarrowKernel()
 	if openblasGemm != nil {
 		sgemm = sgemmHybrid
 		backend = "openblas"

@@ -10,6 +10,9 @@ type microKernel struct {
 	tile func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32)
 	// packA, when set, replaces the generic packA for this kernel's mr (the arguments are packA's but mr).
 	packA func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int)
+	// packATBlock, when set, packs k-steps [pa, pb) of all rows×kc panels of op(A) = Aᵀ starting at
+	// op(A)[0, p0] into dst (panel after panel, each mr·kc floats).
+	packATBlock func(dst, a []float32, lda, rows, p0, pa, pb, kc int)
 	// packB, when set, replaces the generic packB for this kernel's nr.
 	packB func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int)
 }

@@ -9,6 +9,12 @@ import "golang.org/x/sys/cpu"
 func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
+func packABlockTAVX512(dst, src *float32, steps, rows, lda, kc int)
+
+//go:noescape
+func tile14x16AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
 func packA14AVX512(dst, src *float32, kc, rows, lda int, trans bool)
 
 //go:noescape
@@ -27,19 +33,8 @@ var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 		_, _, _ = ap[14*kc-1], bp[32*kc-1], c[13*ldc+31]
 		tile14x32AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	},
-	packA: func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
-		if lda > maxGatherStride {
-			packA(dst, a, lda, transA, i0, rows, p0, kc, 14)
-			return
-		}
-		_ = dst[14*kc-1]
-		first, last := i0*lda+p0, (i0+rows-1)*lda+p0+kc-1 // op(A)[i0, p0] and op(A)[i0+rows-1, p0+kc-1]
-		if transA {
-			first, last = p0*lda+i0, (p0+kc-1)*lda+i0+rows-1
-		}
-		_ = a[last]
-		packA14AVX512(&dst[0], &a[first], kc, rows, lda, transA)
-	},
+	packA:       packA14,
+	packATBlock: packATBlock14,
 	packB: func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int) {
 		if ldb > maxGatherStride {
 			packB(dst, b, ldb, transB, p0, kc, j0, cols, 32)
@@ -54,6 +49,37 @@ var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
 		packB32AVX512(&dst[0], &b[first], kc, cols, ldb, transB)
 	}}
 
+// packATBlock14 packs the 14-row panels of a transposed op(A) a block at a time for both AVX-512 kernels.
+func packATBlock14(dst, a []float32, lda, rows, p0, pa, pb, kc int) {
+	panels := (rows + 13) / 14
+	_ = dst[panels*14*kc-1]
+	_ = a[(p0+pb-1)*lda+rows-1] // op(A)[rows-1, p0+pb-1]
+	packABlockTAVX512(&dst[pa*14], &a[(p0+pa)*lda], pb-pa, rows, lda, kc)
+}
+
+// packA14 packs 14-row panels of op(A) for both AVX-512 kernels.
+func packA14(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
+	if lda > maxGatherStride {
+		packA(dst, a, lda, transA, i0, rows, p0, kc, 14)
+		return
+	}
+	_ = dst[14*kc-1]
+	first, last := i0*lda+p0, (i0+rows-1)*lda+p0+kc-1 // op(A)[i0, p0] and op(A)[i0+rows-1, p0+kc-1]
+	if transA {
+		first, last = p0*lda+i0, (p0+kc-1)*lda+i0+rows-1
+	}
+	_ = a[last]
+	packA14AVX512(&dst[0], &a[first], kc, rows, lda, transA)
+}
+
+// avx512NarrowKernel takes over from avx512Kernel when n ≤ 16 (LoRA factors), where half of a 32-wide tile
+// would be padding and every tile an edge tile.
+var avx512NarrowKernel = &microKernel{name: "avx512-narrow", mr: 14, nr: 16, packA: packA14, packATBlock: packATBlock14,
+	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
+		_, _, _ = ap[14*kc-1], bp[16*kc-1], c[13*ldc+15]
+		tile14x16AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	}}
+
 // avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.
 var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
@@ -63,6 +89,14 @@ var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
 
 // hasAVX512 reports whether the AVX-512 kernels can run: they use AVX-512F instructions and VL encodings.
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL }
+
+// simdNarrowKernel returns the kernel for n ≤ 16 on this CPU, or nil.
+func simdNarrowKernel() *microKernel {
+	if hasAVX512() {
+		return avx512NarrowKernel
+	}
+	return nil
+}
 
 // simdKernels lists the assembly kernels this CPU can run, best first.
 func simdKernels() []*microKernel {

@@ -6,7 +6,13 @@ import (
 )
 
 // allKernels is the generic kernel plus every assembly kernel this CPU runs.
-func allKernels() []*microKernel { return append(simdKernels(), genericKernel) }
+func allKernels() []*microKernel {
+	ks := append(simdKernels(), genericKernel)
+	if n := simdNarrowKernel(); n != nil {
+		ks = append(ks, n)
+	}
+	return ks
+}
 
 // packedWith returns an Sgemm signature that forces the packed path with the given kernel and worker count.
 func packedWith(kern *microKernel, workers int) func(bool, bool, int, int, int, float32, []float32, int,
@@ -148,6 +154,35 @@ func TestPackB(t *testing.T) {
 							t.Fatalf("%s cols=%d trans=%v kc=%d: packed[%d] = %v, want %v", kern.name, cols, trans, kc,
 								i, got[i], want[i])
 						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackATBlock checks the block packing of a transposed op(A), done in two k-step chunks, against the
+// generic packA of each panel.
+func TestPackATBlock(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(29, 30))
+	for _, kern := range allKernels() {
+		if kern.packATBlock == nil {
+			continue
+		}
+		for _, rows := range []int{1, kern.mr - 1, kern.mr, kern.mr + 1, 3*kern.mr + 5} {
+			const p0, kc, lda = 3, 37, 70
+			a := randSlice(rng, 50*lda)
+			panels := (rows + kern.mr - 1) / kern.mr
+			got := randSlice(rng, panels*kern.mr*kc)
+			kern.packATBlock(got, a, lda, rows, p0, 0, 20, kc)
+			kern.packATBlock(got, a, lda, rows, p0, 20, kc, kc)
+			want := make([]float32, kern.mr*kc)
+			for ip := 0; ip < panels; ip++ {
+				packA(want, a, lda, true, ip*kern.mr, min(kern.mr, rows-ip*kern.mr), p0, kc, kern.mr)
+				for i, w := range want {
+					if g := got[ip*kern.mr*kc+i]; g != w {
+						t.Fatalf("%s rows=%d panel %d: packed[%d] = %v, want %v", kern.name, rows, ip, i, g, w)
 					}
 				}
 			}

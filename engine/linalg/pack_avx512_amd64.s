@@ -162,7 +162,12 @@ transposed:
 	KMOVW R8, K1
 	SHLQ $2, DX
 
+	LEAQ (DX)(DX*4), R9
+	SHLQ $2, R9 // 20 rows ahead: each row of a is its own cache line (and often its own page), which the
+	            // hardware prefetchers do not follow
+
 load:
+	PREFETCHT0 (SI)(R9*1)
 	VMOVUPS.Z (SI), K1, Z0
 	VMOVUPS Z0, K2, (DI)
 	ADDQ DX, SI
@@ -171,5 +176,67 @@ load:
 	JNZ load
 
 done:
+	VZEROUPPER
+	RET
+
+// func packABlockTAVX512(dst, src *float32, steps, rows, lda, kc int)
+//
+// Packs k-steps [0, steps) of the rows×kc block of op(A) = Aᵀ starting at src = &op(A)[i0, p] into
+// ceil(rows/14) consecutive panels of kc groups of 14 floats, dst pointing at group 0 of the first panel
+// (zero-filling rows past rows). It walks a row of a (one k-step for every panel) at a time, so the reads are
+// contiguous and the hardware prefetchers keep up; packing panel by panel would instead touch one new cache
+// line per k-step, each in a different page, and wait on memory for every one.
+TEXT ·packABlockTAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ steps+16(FP), CX
+	MOVQ kc+40(FP), R10
+	IMULQ $56, R10 // bytes per packed panel
+	MOVL $0x3fff, R9
+	KMOVW R9, K2 // the 14 lanes stored
+	KMOVW R9, K1 // the lanes read for a full panel
+	MOVQ rows+24(FP), AX
+	XORQ DX, DX
+	MOVQ $14, R11
+	DIVQ R11 // AX = full panels, DX = rows in the last, partial one
+	MOVQ DX, R12
+	MOVL $1, R9
+	SHLXQ DX, R9, R9
+	DECQ R9
+	KMOVW R9, K3 // the lanes read for the partial panel
+	MOVQ lda+32(FP), R11
+	SHLQ $2, R11 // row stride of a in bytes
+	TESTQ CX, CX
+	JZ blockdone
+
+blockrow:
+	PREFETCHT0 (SI)(R11*4)
+	MOVQ SI, BX // source: this row of a
+	MOVQ DI, R13 // destination: this k-step of panel 0
+	MOVQ AX, R14
+	TESTQ R14, R14
+	JZ blockpartial
+
+blockpanel:
+	VMOVUPS (BX), K1, Z0
+	VMOVUPS Z0, K2, (R13)
+	ADDQ $56, BX
+	ADDQ R10, R13
+	DECQ R14
+	JNZ blockpanel
+
+blockpartial:
+	TESTQ R12, R12
+	JZ blocknext
+	VMOVUPS.Z (BX), K3, Z0
+	VMOVUPS Z0, K2, (R13)
+
+blocknext:
+	ADDQ R11, SI
+	ADDQ $56, DI
+	DECQ CX
+	JNZ blockrow
+
+blockdone:
 	VZEROUPPER
 	RET
