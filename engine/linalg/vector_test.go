@@ -39,20 +39,26 @@ func TestAxpyScale(t *testing.T) {
 	for _, n := range vectorLengths() {
 		x, y := randSlice(rng, n+1), randSlice(rng, n+1)
 		const alpha = float32(-0.75)
-		got := append([]float32(nil), y...)
-		Axpy(alpha, x[:n], got[:n])
-		scaled := append([]float32(nil), y...)
-		Scale(alpha, scaled[:n])
-		for i := 0; i < n; i++ {
-			if want := float64(y[i]) + float64(alpha)*float64(x[i]); math.Abs(float64(got[i])-want) > 1e-6 {
-				t.Fatalf("Axpy n=%d: y[%d] = %v, want %v", n, i, got[i], want)
+		for _, impl := range []struct {
+			name  string
+			axpy  func(float32, []float32, []float32)
+			scale func(float32, []float32)
+		}{{"exported", Axpy, Scale}, {"generic", axpyGeneric, scaleGeneric}} {
+			got := append([]float32(nil), y...)
+			impl.axpy(alpha, x[:n], got[:n])
+			scaled := append([]float32(nil), y...)
+			impl.scale(alpha, scaled[:n])
+			for i := 0; i < n; i++ {
+				if want := float64(y[i]) + float64(alpha)*float64(x[i]); math.Abs(float64(got[i])-want) > 1e-6 {
+					t.Fatalf("%s Axpy n=%d: y[%d] = %v, want %v", impl.name, n, i, got[i], want)
+				}
+				if want := alpha * y[i]; scaled[i] != want {
+					t.Fatalf("%s Scale n=%d: x[%d] = %v, want %v", impl.name, n, i, scaled[i], want)
+				}
 			}
-			if want := alpha * y[i]; scaled[i] != want {
-				t.Fatalf("Scale n=%d: x[%d] = %v, want %v", n, i, scaled[i], want)
+			if got[n] != y[n] || scaled[n] != y[n] {
+				t.Fatalf("%s n=%d: element past the slice was written", impl.name, n)
 			}
-		}
-		if got[n] != y[n] || scaled[n] != y[n] {
-			t.Fatalf("n=%d: element past the slice was written", n)
 		}
 	}
 }
