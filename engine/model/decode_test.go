@@ -29,7 +29,15 @@ func TestDecodeMatchesForward(t *testing.T) {
 		}
 		caches = append(caches, c)
 	}
+	single := w.NewCache(16) // batch 1 takes the matrix-vector path of the kernels
+	if _, err := w.Prefill(ctx, single, seqs[0][:prompt], lora); err != nil {
+		t.Fatal(err)
+	}
 	for i := prompt; i < len(seqs[0]); i++ {
+		one, err := w.Decode(ctx, []*Cache{single}, []int{seqs[0][i]}, lora)
+		if err != nil {
+			t.Fatal(err)
+		}
 		got, err := w.Decode(ctx, caches, []int{seqs[0][i], seqs[1][i]}, lora)
 		if err != nil {
 			t.Fatal(err)
@@ -43,6 +51,9 @@ func TestDecodeMatchesForward(t *testing.T) {
 			for j, v := range want {
 				if d := math.Abs(float64(v - got[s*cfg.VocabSize+j])); d > 1e-4 {
 					t.Fatalf("seq %d pos %d logit %d: decode %g forward %g", s, i, j, got[s*cfg.VocabSize+j], v)
+				}
+				if d := math.Abs(float64(v - one[j])); s == 0 && d > 1e-4 {
+					t.Fatalf("pos %d logit %d: batch-1 decode %g forward %g", i, j, one[j], v)
 				}
 			}
 		}

@@ -62,28 +62,49 @@ type generator struct {
 	tmpl     *chat.Template
 	fortunes []string
 	maxLen   int
+	mix      Mix
 }
 
 // promptWeight is the loss weight of non-assistant tokens: low, so capacity goes to answering, but not
 // zero, so the model also learns the template and some English from the prompts.
 const promptWeight = 0.2
 
+// Mix gives the relative frequency of each kind of example, in the order arithmetic, instruction,
+// tool use, small talk, three-turn chat, fortune on request, raw fortune text.
+type Mix [7]int
+
+// DefaultMix is the first stage's mixture.
+var DefaultMix = Mix{22, 18, 22, 12, 6, 10, 10}
+
 func (g *generator) next() example {
 	r := g.r
+	mix := g.mix
+	if mix == (Mix{}) {
+		mix = DefaultMix
+	}
+	total := 0
+	for _, m := range mix {
+		total += m
+	}
+	k, kind := r.Intn(total), 0
+	for k >= mix[kind] {
+		k -= mix[kind]
+		kind++
+	}
 	var msgs []chat.Message
 	var tools []chat.Tool
-	switch k := r.Intn(100); {
-	case k < 22:
+	switch kind {
+	case 0:
 		msgs = conversation(r, arithmetic(r))
-	case k < 40:
+	case 1:
 		msgs = conversation(r, instruction(r))
-	case k < 62:
+	case 2:
 		msgs, tools = toolUse(r)
-	case k < 74:
+	case 3:
 		msgs = conversation(r, smallTalk(r))
-	case k < 80:
+	case 4:
 		msgs = conversation(r, pickExchange(r), pickExchange(r), pickExchange(r))
-	case k < 90:
+	case 5:
 		q := pick(r, []string{"Tell me a fortune.", "Say something wise.", "Give me a quote.", "Tell me something interesting.", "Tell me a joke."})
 		msgs = conversation(r, exchange{q, pick(r, g.fortunes)})
 	default:

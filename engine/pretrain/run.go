@@ -39,6 +39,7 @@ type Stage struct {
 	Steps, WarmupSteps int
 	PeakLR             float32
 	Seed               int64
+	Mix                Mix // data mixture; zero = DefaultMix
 }
 
 // TinyChatConfig is the architecture of trainyard/tiny-chat.
@@ -50,7 +51,7 @@ func TinyChatConfig() model.Config {
 // DefaultOptions is the recipe of the committed tiny-chat weights.
 func DefaultOptions() Options {
 	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), BatchTokens: 4096, MaxSeqLen: 384,
-		Stages:    []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 300, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2}},
+		Stages:    []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 250, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2, Mix: Mix{36, 26, 14, 10, 6, 4, 4}}},
 		SaveEvery: 50, FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
 }
 
@@ -108,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 	arena := &model.Arena{}
 	start := time.Now()
 	for si, st := range o.Stages {
-		gen := &generator{r: newRand(st.Seed), tok: tok, tmpl: chat.NewTemplate(tok), fortunes: fortunes, maxLen: o.MaxSeqLen}
+		gen := &generator{r: newRand(st.Seed), tok: tok, tmpl: chat.NewTemplate(tok), fortunes: fortunes, maxLen: o.MaxSeqLen, mix: st.Mix}
 		opt := train.NewAdamState(params)
 		for step := 0; step < st.Steps; step++ {
 			batch := gen.batch(o.BatchTokens)
