@@ -17,62 +17,14 @@ import (
 // within a decoding step. Cancelling ctx stops generation with ctx.Err().
 func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer.Tokenizer, prompt []int,
 	p Params, onToken func(index int, t SampledToken)) ([]Completion, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	ctxLen := w.Cfg.MaxSeqLen
-	if len(prompt) == 0 {
-		return nil, fmt.Errorf("%w: empty prompt", ErrInvalidParams)
-	}
-	if len(prompt) >= ctxLen || len(prompt)+p.MaxTokens > ctxLen {
-		return nil, fmt.Errorf("%w: %d prompt tokens + %d max tokens > %d", ErrContextOverflow, len(prompt), p.MaxTokens, ctxLen)
-	}
-	maxNew := ctxLen - len(prompt)
-	if p.MaxTokens > 0 {
-		maxNew = p.MaxTokens
-	}
-	base := w.NewCache(len(prompt) + maxNew)
-	logits, err := w.Prefill(ctx, base, prompt, lora)
+	states, maxNew, err := start(ctx, w, lora, prompt, &p)
 	if err != nil {
 		return nil, err
 	}
-	stops := map[int]bool{}
-	for _, id := range tok.StopTokens() {
-		stops[id] = true
-	}
-	states := make([]*state, p.N)
-	for i := range states {
-		c := base
-		if i > 0 {
-			c = base.Clone()
-		}
-		states[i] = &state{idx: i, cache: c, rng: rand.New(rand.NewPCG(uint64(p.Seed), uint64(i))), logits: logits}
-		if p.Constraint != nil {
-			states[i].con = p.Constraint(i)
-		}
-	}
+	stops := stopSet(tok)
 	V := w.Cfg.VocabSize
-	for step := 0; ; step++ {
-		var active []*state
-		for _, s := range states {
-			if s.done {
-				continue
-			}
-			id, lp := s.choose(p)
-			if stops[id] {
-				s.finish("stop", onToken)
-				continue
-			}
-			s.push(tok, id, lp, p, onToken)
-			if s.done {
-				continue
-			}
-			if len(s.out) >= maxNew {
-				s.finish("length", onToken)
-				continue
-			}
-			active = append(active, s)
-		}
+	for {
+		active := advance(states, tok, stops, p, maxNew, onToken)
 		if len(active) == 0 {
 			break
 		}
@@ -91,11 +43,86 @@ func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer
 			s.logits = all[i*V : (i+1)*V]
 		}
 	}
-	out := make([]Completion, p.N)
+	return completions(states), nil
+}
+
+// start validates p (filling its defaults), prefills prompt and returns the p.N completions, ready to
+// choose their first token, with the most tokens each may generate.
+func start(ctx context.Context, w *model.Weights, lora *model.LoRA, prompt []int, p *Params) ([]*state, int, error) {
+	if err := p.Validate(); err != nil {
+		return nil, 0, err
+	}
+	ctxLen := w.Cfg.MaxSeqLen
+	if len(prompt) == 0 {
+		return nil, 0, fmt.Errorf("%w: empty prompt", ErrInvalidParams)
+	}
+	if len(prompt) >= ctxLen || len(prompt)+p.MaxTokens > ctxLen {
+		return nil, 0, fmt.Errorf("%w: %d prompt tokens + %d max tokens > %d", ErrContextOverflow, len(prompt), p.MaxTokens, ctxLen)
+	}
+	maxNew := ctxLen - len(prompt)
+	if p.MaxTokens > 0 {
+		maxNew = p.MaxTokens
+	}
+	base := w.NewCache(len(prompt) + maxNew)
+	logits, err := w.Prefill(ctx, base, prompt, lora)
+	if err != nil {
+		return nil, 0, err
+	}
+	states := make([]*state, p.N)
+	for i := range states {
+		c := base
+		if i > 0 {
+			c = base.Clone()
+		}
+		states[i] = &state{idx: i, cache: c, rng: rand.New(rand.NewPCG(uint64(p.Seed), uint64(i))), logits: logits}
+		if p.Constraint != nil {
+			states[i].con = p.Constraint(i)
+		}
+	}
+	return states, maxNew, nil
+}
+
+func stopSet(tok *tokenizer.Tokenizer) map[int]bool {
+	stops := map[int]bool{}
+	for _, id := range tok.StopTokens() {
+		stops[id] = true
+	}
+	return stops
+}
+
+// advance chooses the next token of every unfinished completion and returns those that need another
+// decoding step.
+func advance(states []*state, tok *tokenizer.Tokenizer, stops map[int]bool, p Params, maxNew int,
+	onToken func(int, SampledToken)) []*state {
+	var active []*state
+	for _, s := range states {
+		if s.done {
+			continue
+		}
+		id, lp := s.choose(p)
+		if stops[id] {
+			s.finish("stop", onToken)
+			continue
+		}
+		s.push(tok, id, lp, p, onToken)
+		if s.done {
+			continue
+		}
+		if len(s.out) >= maxNew {
+			s.finish("length", onToken)
+			continue
+		}
+		active = append(active, s)
+	}
+	return active
+}
+
+func completions(states []*state) []Completion {
+	out := make([]Completion, len(states))
 	for i, s := range states {
 		out[i] = Completion{Index: i, Tokens: s.out, Text: s.text.String(), FinishReason: s.reason}
 	}
-	return out, nil
+	return out
 }
 
 // state is one completion in progress.
