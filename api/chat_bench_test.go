@@ -19,7 +19,7 @@ import (
 
 // BenchmarkChatCompletionsStream measures streaming chat completions through the HTTP handler on the
 // built-in base model (a real listener, SSE parsed by the client): each iteration runs `streams`
-// concurrent requests of 64 tokens and reports the mean time to the first token event, tokens/s and peak
+// concurrent requests of exactly 64 tokens (ignore_eos) and reports the mean time to the first token event, tokens/s and peak
 // RSS. BenchmarkServingStreams in package serving is the same load without HTTP.
 func BenchmarkChatCompletionsStream(b *testing.B) {
 	e := newBenchEnv(b)
@@ -58,7 +58,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 
 // stream sends one streaming request and counts the logprob entries (one per token) of its events.
 func (e *benchEnv) stream(ctx context.Context, i int, firstToken func()) (int, error) {
-	body := fmt.Sprintf(`{"model":%q,"stream":true,"max_tokens":64,"seed":%d,"messages":[{"role":"user","content":"Tell me a story about a fox."}]}`,
+	body := fmt.Sprintf(`{"model":%q,"stream":true,"max_tokens":64,"ignore_eos":true,"seed":%d,"messages":[{"role":"user","content":"Tell me a story about a fox."}]}`,
 		servingtest.BaseModel, i)
 	req, err := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {

@@ -90,14 +90,15 @@ func TestChatValidationErrors(t *testing.T) {
 	}
 }
 
-// TestChatConcurrencyLimitAndCancellation holds the only slot with a stream, gets the hosted 429 for a
-// second request, then hangs up: the cancelled generation frees its slot at once.
+// TestChatConcurrencyLimitAndCancellation holds the only slot with a stream that cannot end soon (four
+// completions to the end of the context, ignore_eos), gets the hosted 429 for a second request, then hangs
+// up: the handler sees the cancellation and the slot is free again.
 func TestChatConcurrencyLimitAndCancellation(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, serving.Config{Concurrency: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	body := `{"model":"` + servingtest.BaseModel + `","stream":true,"messages":[{"role":"user","content":"Go on forever."}]}`
+	body := `{"model":"` + servingtest.BaseModel + `","stream":true,"ignore_eos":true,"n":4,"messages":[{"role":"user","content":"Go on forever."}]}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+e.key)
 	resp, err := http.DefaultClient.Do(req)
@@ -118,19 +119,22 @@ func TestChatConcurrencyLimitAndCancellation(t *testing.T) {
 		t.Fatalf("429 detail %q", got)
 	}
 
-	// Without max_tokens the stream would run to the end of the context; hanging up must end it now.
 	cancel()
 	resp.Body.Close()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		res := e.call("POST", "/v1/chat/completions", map[string]any{"model": servingtest.BaseModel, "max_tokens": 2,
 			"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 		if res.Status == http.StatusOK {
-			return
+			break
 		}
 		if res.Status != http.StatusTooManyRequests || time.Now().After(deadline) {
 			t.Fatalf("after hanging up: %d %s", res.Status, res.Body)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The slot came back because sampling stopped on the hang-up, not because it ran out.
+	if n := e.logs.FilterMessage("chat stream: client went away").Len(); n != 1 {
+		t.Fatalf("%d 'client went away' logs, want 1", n)
 	}
 }

@@ -79,6 +79,7 @@ func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOpti
 	if p, ok := body.Field("parallel_tool_calls").Optional().Nullable().Bool(); ok {
 		req.ParallelToolCalls = p
 	}
+	req.IgnoreEOS, _ = body.Field("ignore_eos").Optional().Bool()
 	if rf, ok := body.Field("response_format").Optional().Nullable().Model(); ok {
 		t, _ := rf.Field("type").Enum("text", "json_object")
 		req.JSONObject = t == "json_object"

@@ -10,7 +10,8 @@ import (
 )
 
 // bases opens each served base model once, on first use, and shares it: a Base is safe for concurrent
-// sampling with any adapters, and its weights are the largest thing in memory.
+// sampling with any adapters, and its weights are the largest thing in memory. Each base also has the
+// batching sampler of its adapter-less requests.
 type bases struct {
 	names []string
 	open  func(name string) (*engine.Base, error)
@@ -20,9 +21,10 @@ type bases struct {
 }
 
 type baseSlot struct {
-	once sync.Once
-	base *engine.Base
-	err  error
+	once    sync.Once
+	base    *engine.Base
+	sampler *engine.Sampler
+	err     error
 }
 
 func newBases(names []string, open func(string) (*engine.Base, error)) *bases {
@@ -31,11 +33,11 @@ func newBases(names []string, open func(string) (*engine.Base, error)) *bases {
 
 func (b *bases) has(name string) bool { return slices.Contains(b.names, name) }
 
-// get returns the opened base model. A name this server does not serve — e.g. a model row created with a
-// base model that was later removed from the configuration — is ENOTFOUND.
-func (b *bases) get(name string) (*engine.Base, error) {
+// get returns the opened base model and its sampler. A name this server does not serve — e.g. a model row
+// created with a base model that was later removed from the configuration — is ENOTFOUND.
+func (b *bases) get(name string) (*engine.Base, *engine.Sampler, error) {
 	if !b.has(name) {
-		return nil, trainyard.Errorf(trainyard.ENOTFOUND, "The base model `%s` is not served here (available: %v).", name, b.names)
+		return nil, nil, trainyard.Errorf(trainyard.ENOTFOUND, "The base model `%s` is not served here (available: %v).", name, b.names)
 	}
 	b.mu.Lock()
 	slot, ok := b.loaded[name]
@@ -45,10 +47,12 @@ func (b *bases) get(name string) (*engine.Base, error) {
 	}
 	b.mu.Unlock()
 	slot.once.Do(func() {
-		slot.base, slot.err = b.open(name)
+		if slot.base, slot.err = b.open(name); slot.err == nil {
+			slot.sampler, slot.err = slot.base.NewSampler(nil)
+		}
 		if slot.err != nil {
 			slot.err = fmt.Errorf("open base model %s: %w", name, slot.err)
 		}
 	})
-	return slot.base, slot.err
+	return slot.base, slot.sampler, slot.err
 }

@@ -17,7 +17,8 @@ import (
 const benchTokens = 64
 
 // BenchmarkServingStreams measures the serving layer alone (no HTTP) on the built-in base model: each
-// iteration runs `streams` concurrent streaming generations of benchTokens tokens and reports the mean
+// iteration runs `streams` concurrent streaming generations of exactly benchTokens tokens (ignore_eos) and
+// reports the mean
 // time to first token, aggregate and per-stream tokens/s, and the process's peak RSS.
 func BenchmarkServingStreams(b *testing.B) {
 	db, blobs := pgtest.New(b), s3test.New(b)
@@ -30,7 +31,7 @@ func BenchmarkServingStreams(b *testing.B) {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			servingtest.RunStreamBenchmark(b, streams, func(ctx context.Context, i int, firstToken func()) (int, error) {
 				req := serving.Request{AccountID: acct.ID, Model: servingtest.BaseModel, N: 1, Temperature: 1, TopP: 1,
-					MaxTokens: benchTokens, Seed: seedOf(int64(i)),
+					MaxTokens: benchTokens, IgnoreEOS: true, Seed: seedOf(int64(i)),
 					Messages: []trainyard.Message{{Role: "user", Content: trainyard.TextContent("Tell me a story about a fox.")}}}
 				g, err := svc.Start(ctx, req)
 				if err != nil {

@@ -42,3 +42,17 @@ func (c *constraint) Advance(id int) {
 	}
 	c.left--
 }
+
+// eosBan keeps the end-of-turn tokens out of a completion (ignore_eos). It holds no state, so one value
+// serves every completion.
+type eosBan []int
+
+// Allow masks the end-of-turn tokens.
+func (e eosBan) Allow(mask []bool) {
+	for _, id := range e {
+		mask[id] = false
+	}
+}
+
+// Advance has nothing to record.
+func (eosBan) Advance(int) {}

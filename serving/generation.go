@@ -15,7 +15,7 @@ type Generation struct {
 	req        Request
 	target     *Target
 	base       *engine.Base
-	adapter    *engine.Adapter
+	sampler    *engine.Sampler // batches the decoding of every request on the same base and adapter
 	prompt     []int
 	params     engine.SampleParams
 	parseTools bool
@@ -56,7 +56,7 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 			cancel()
 		}
 	}
-	comps, err := g.base.Sample(ctx, g.adapter, g.prompt, g.params, onToken)
+	comps, err := g.sampler.Sample(ctx, g.prompt, g.params, onToken)
 	switch {
 	case emitErr != nil:
 		return nil, emitErr
@@ -96,6 +96,10 @@ func (g *Generation) constrain() error {
 		what = "tool_choice " + mode
 	case g.req.JSONObject:
 		gr = jsonGrammar{}
+	case g.req.IgnoreEOS:
+		ban := eosBan(tok.StopTokens())
+		g.params.Constraint = func(int) engine.Constraint { return ban }
+		return nil
 	default:
 		return nil
 	}

@@ -32,6 +32,9 @@ type Request struct {
 	ParallelToolCalls bool
 	// JSONObject constrains the content to one JSON object (response_format json_object).
 	JSONObject bool
+	// IgnoreEOS keeps the end-of-turn tokens from being sampled (vLLM's ignore_eos), so completions run to
+	// MaxTokens or the end of the context. It yields to JSONObject and forced tool calls, which must end.
+	IgnoreEOS bool
 
 	Temperature float64 // 0 = greedy
 	TopP        float64 // 0 or 1 = off

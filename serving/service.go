@@ -104,13 +104,13 @@ func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error)
 	if err != nil {
 		return nil, err
 	}
-	base, err := s.bases.get(target.Base)
+	base, sampler, err := s.bases.get(target.Base)
 	if err != nil {
 		return nil, err
 	}
-	g := &Generation{req: req, base: base, target: target}
+	g := &Generation{req: req, base: base, sampler: sampler, target: target}
 	if target.Checkpoint != nil {
-		if g.adapter, err = s.adapters.get(ctx, base, req.Model, target.Checkpoint); err != nil {
+		if g.sampler, err = s.adapters.get(ctx, base, req.Model, target.Checkpoint); err != nil {
 			return nil, err
 		}
 	}

@@ -365,3 +365,16 @@ func TestStreamingMatchesAndCancels(t *testing.T) {
 		t.Fatalf("cancelled run: %v after %v", err, time.Since(start))
 	}
 }
+
+func TestIgnoreEOSRunsToMaxTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, serving.Config{})
+	req := e.request(servingtest.BaseModel)
+	req.IgnoreEOS, req.N, req.MaxTokens = true, 3, 30
+	res := e.complete(t, req)
+	for _, c := range res.Choices {
+		if c.FinishReason != "length" || len(c.Logprobs.Content) != 30 {
+			t.Fatalf("choice %d: %d tokens (%s), want 30 (length)", c.Index, len(c.Logprobs.Content), c.FinishReason)
+		}
+	}
+}
