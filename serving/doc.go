@@ -5,6 +5,7 @@
 // generations, constrains sampling for response_format and tool_choice, and turns the engine's sampled
 // tokens into OpenAI choices, or into per-token deltas for streaming.
 //
-// Data flow: api → Service.Start (resolve, admit, load adapter, render prompt) → Generation.Run
-// (engine.Base.Sample) → choices. No workflow sits on this path.
+// Data flow: api → Service.Start (admit, resolve, load adapter, render prompt) → Generation.Run
+// (engine.Sampler.Sample, which batches the decoding of concurrent requests on the same model) → choices.
+// No workflow sits on this path. README.md documents the behaviour and its guarantees.
 package serving

@@ -20,7 +20,8 @@ const DefaultAdapterCacheBytes = 256 << 20
 // Config holds the serving settings; the zero value is usable.
 type Config struct {
 	// Concurrency caps the generations in flight across all accounts; past it requests get 429. Zero
-	// means 2 × GOMAXPROCS: sampling is CPU-bound, so more would only slow every stream down.
+	// means 8 × GOMAXPROCS: requests on the same model share batched decoding steps, whose throughput on
+	// tiny-chat grows up to about 8 streams per 2 cores and then only adds latency to every stream.
 	Concurrency int
 	// PerAccountConcurrency caps one account's generations in flight; zero means Concurrency.
 	PerAccountConcurrency int
@@ -50,7 +51,7 @@ type Service struct {
 // New builds the service over the model store (resolution) and the blob store (adapter weights).
 func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log *zap.Logger) *Service {
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 2 * runtime.GOMAXPROCS(0)
+		cfg.Concurrency = 8 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.PerAccountConcurrency <= 0 {
 		cfg.PerAccountConcurrency = cfg.Concurrency
