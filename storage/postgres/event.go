@@ -23,9 +23,11 @@ func scanEventRow(row pgx.CollectableRow) (*trainyard.Event, error) { return sca
 // AppendEvent writes e (filling ID unless set, and CreatedAt) and returns
 // the stored event. Writing the same (job, seq) again is a no-op that returns
 // the event stored first, whatever id or data the retry carries, so retried
-// activities never duplicate events. A second terminal event
-// (training_ended or training_failed) for a job is ECONFLICT; a missing job
-// is ENOTFOUND.
+// activities never duplicate events. Once a job has its terminal event
+// (training_ended or training_failed), any new event is ECONFLICT, and so is
+// a terminal event whose seq is not above every other: the terminal event
+// stays last even when a straggling activity of a cancelled or terminated
+// workflow still reports a step. A missing job is ENOTFOUND.
 func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.Event, error) {
 	jid, err := parseID("job", e.JobID)
 	if err != nil {
@@ -47,22 +49,42 @@ func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.E
 			return nil, trainyard.WrapError(trainyard.EINVALID, err, "event data of job %s is not JSON-encodable", e.JobID)
 		}
 	}
-	// The conflict target is (job_id, seq) only: a retried write lands on
-	// DO NOTHING, while a new sequence number carrying a second terminal
-	// event still violates events_terminal_idx.
-	stored, err := scanEvent(db.pool.QueryRow(ctx, `
-		INSERT INTO events (id, job_id, seq, type, data) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (job_id, seq) DO NOTHING
-		RETURNING `+eventColumns,
-		id, jid, e.Seq, e.Type, data))
-	if errors.Is(err, pgx.ErrNoRows) {
-		stored, err = scanEvent(db.pool.QueryRow(ctx,
+	var stored *trainyard.Event
+	refused := false
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		// Appends to one job are serialised on its row, so the terminal
+		// check below sees every event committed before this one.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, jid); err != nil {
+			return err
+		}
+		var err error
+		stored, err = scanEvent(tx.QueryRow(ctx, `
+			INSERT INTO events (id, job_id, seq, type, data)
+			SELECT $1, $2, $3, $4, $5
+			WHERE NOT EXISTS (SELECT 1 FROM events WHERE job_id = $2 AND type IN ('training_ended', 'training_failed'))
+			  AND ($4 NOT IN ('training_ended', 'training_failed')
+			       OR NOT EXISTS (SELECT 1 FROM events WHERE job_id = $2 AND seq > $3))
+			ON CONFLICT (job_id, seq) DO NOTHING
+			RETURNING `+eventColumns,
+			id, jid, e.Seq, e.Type, data))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// Either the sequence number is taken (a retry: return the first
+		// write) or the event is refused.
+		stored, err = scanEvent(tx.QueryRow(ctx,
 			`SELECT `+eventColumns+` FROM events WHERE job_id = $1 AND seq = $2`, jid, e.Seq))
-	}
-	if violates(err, "events_terminal_idx") {
-		return nil, trainyard.WrapError(trainyard.ECONFLICT, err, "job %s already has a terminal event", e.JobID)
-	}
-	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = true
+			return nil
+		}
+		return err
+	})
+	switch {
+	case refused, violates(err, "events_terminal_idx"):
+		return nil, trainyard.WrapError(trainyard.ECONFLICT, err,
+			"job %s already has a terminal event, or a later event than this terminal one", e.JobID)
+	case err != nil:
 		return nil, translate(err, "event %d of job %s", e.Seq, e.JobID)
 	}
 	return stored, nil

@@ -13,11 +13,12 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// versionTable records the applied migration. It is not schema-qualified on
-// purpose: it lives in the first schema of the connection's search_path, next
-// to the tables it versions, so several schemas (one per test) each keep
-// their own.
-const versionTable = "trainyard_schema_version"
+// VersionTable is the table that records the applied migration. It is not
+// schema-qualified on purpose: it lives in the first schema of the
+// connection's search_path, next to the tables it versions, so several
+// schemas (one per test) each keep their own. Test helpers that empty a
+// schema for reuse must keep it.
+const VersionTable = "trainyard_schema_version"
 
 // Migrate brings the schema up to date. It is idempotent, and safe when
 // several processes migrate at once: tern holds a session-level advisory lock
@@ -41,7 +42,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 }
 
 func runMigrations(ctx context.Context, conn *pgx.Conn) error {
-	m, err := migrate.NewMigrator(ctx, conn, versionTable)
+	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
@@ -62,7 +63,7 @@ func runMigrations(ctx context.Context, conn *pgx.Conn) error {
 // status output and tests).
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int32
-	err := db.pool.QueryRow(ctx, "SELECT version FROM "+versionTable).Scan(&v)
+	err := db.pool.QueryRow(ctx, "SELECT version FROM "+VersionTable).Scan(&v)
 	if err != nil {
 		return 0, translate(err, "schema version")
 	}

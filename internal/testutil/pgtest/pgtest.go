@@ -5,12 +5,16 @@
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable. When it does
 // not answer, tests fail (they never skip): run `make test`, which starts a
 // server when none is running.
+//
+// Migrating a schema costs far more than emptying one, so a schema that New
+// handed out is truncated when its test ends and handed to the next test of
+// the same process. Every schema this process owns is leased with a session
+// advisory lock; schemas whose lease is free belong to dead processes and are
+// dropped when the next test process starts.
 package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -18,8 +22,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trainyard/trainyard/storage/postgres"
 )
@@ -30,35 +32,54 @@ const EnvURL = "TRAINYARD_TEST_DATABASE_URL"
 // DefaultURL is the test server used when EnvURL is unset.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-// schemaPrefix starts the name of every schema this package creates; the
-// creation time follows, so schemas left behind by a killed test run can be
-// recognised and dropped later.
-const schemaPrefix = "pgtest_"
+// opTimeout bounds each schema operation.
+const opTimeout = time.Minute
 
-// staleAfter is the age past which a left-over test schema is dropped.
-const staleAfter = time.Hour
-
-var admin struct {
-	once sync.Once
-	pool *pgxpool.Pool
-	err  error
+// spare holds migrated, empty schemas that New can hand out again.
+var spare struct {
+	mu    sync.Mutex
+	names []string
 }
 
-// New returns a DB on a fresh schema of the test server, migrated, whose
-// connections all use that schema. The DB is closed and the schema dropped
-// when the test ends.
+// New returns a DB on an empty, migrated schema of the test server that no
+// other test uses; all of its connections use that schema. The DB is closed
+// when the test ends, and the schema emptied for reuse.
 func New(t testing.TB) *postgres.DB {
 	t.Helper()
-	u := newSchema(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	a := adminOf(t)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	schema, fresh := takeSpare(), false
+	if schema == "" {
+		var err error
+		if schema, err = a.create(ctx); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+		fresh = true
+	}
+	u, err := withSearchPath(a.base, schema)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 	db, err := postgres.Open(ctx, u)
 	if err != nil {
 		t.Fatalf("pgtest: open %s: %v", redact(u), err)
 	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatalf("pgtest: migrate: %v", err)
+	t.Cleanup(func() {
+		db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if err := a.empty(ctx, schema); err != nil {
+			t.Logf("pgtest: empty schema %s: %v; dropping it", schema, err)
+			a.drop(ctx, schema)
+			return
+		}
+		putSpare(schema)
+	})
+	if fresh {
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("pgtest: migrate: %v", err)
+		}
 	}
 	return db
 }
@@ -69,8 +90,8 @@ func New(t testing.TB) *postgres.DB {
 // registered later (such as stopping that process) have run.
 func URL(t testing.TB) string {
 	t.Helper()
-	u := newSchema(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	u := EmptyURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	db, err := postgres.Open(ctx, u)
 	if err != nil {
@@ -88,37 +109,41 @@ func URL(t testing.TB) string {
 // test ends.
 func EmptyURL(t testing.TB) string {
 	t.Helper()
-	return newSchema(t)
-}
-
-// newSchema creates an empty schema, registers its removal and returns the
-// server URL with search_path pointing at it.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	base := baseURL()
-	pool := adminPool(t, base)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	a := adminOf(t)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	schema, err := a.create(ctx)
+	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	schema := fmt.Sprintf("%s%d_%s", schemaPrefix, time.Now().Unix(), hex.EncodeToString(b[:]))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("pgtest: create schema: %v", err)
-	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		if _, err := pool.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("pgtest: drop schema %s: %v", schema, err)
-		}
+		a.drop(ctx, schema)
 	})
-	u, err := withSearchPath(base, schema)
+	u, err := withSearchPath(a.base, schema)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return u
+}
+
+func takeSpare() string {
+	spare.mu.Lock()
+	defer spare.mu.Unlock()
+	n := len(spare.names)
+	if n == 0 {
+		return ""
+	}
+	s := spare.names[n-1]
+	spare.names = spare.names[:n-1]
+	return s
+}
+
+func putSpare(schema string) {
+	spare.mu.Lock()
+	defer spare.mu.Unlock()
+	spare.names = append(spare.names, schema)
 }
 
 func baseURL() string {
@@ -126,62 +151,6 @@ func baseURL() string {
 		return u
 	}
 	return DefaultURL
-}
-
-// adminPool connects once per process to the test server, to create and
-// drop schemas, and sweeps schemas that killed runs left behind.
-func adminPool(t testing.TB, base string) *pgxpool.Pool {
-	t.Helper()
-	admin.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cfg, err := pgxpool.ParseConfig(base)
-		if err != nil {
-			admin.err = fmt.Errorf("invalid %s: %w", EnvURL, err)
-			return
-		}
-		cfg.MaxConns = 4
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err == nil {
-			err = pool.Ping(ctx)
-		}
-		if err != nil {
-			admin.err = fmt.Errorf("no PostgreSQL answers at %s (%v); run `make test`, which starts one, "+
-				"or point %s at a server", redact(base), err, EnvURL)
-			return
-		}
-		admin.pool = pool
-		dropStale(ctx, pool)
-	})
-	if admin.err != nil {
-		t.Fatalf("pgtest: %v", admin.err)
-	}
-	return admin.pool
-}
-
-// dropStale drops test schemas older than staleAfter. Failures are ignored:
-// another process may be dropping the same schema.
-func dropStale(ctx context.Context, pool *pgxpool.Pool) {
-	rows, err := pool.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE $1`, schemaPrefix+"%")
-	if err != nil {
-		return
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil {
-			names = append(names, n)
-		}
-	}
-	rows.Close()
-	cutoff := time.Now().Add(-staleAfter).Unix()
-	for _, n := range names {
-		var created int64
-		if _, err := fmt.Sscanf(strings.TrimPrefix(n, schemaPrefix), "%d_", &created); err != nil || created > cutoff {
-			continue
-		}
-		_, _ = pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+n+" CASCADE")
-	}
 }
 
 // withSearchPath adds search_path to a postgres:// URL or key=value DSN.
