@@ -65,10 +65,15 @@ func New(t testing.TB) *postgres.DB {
 	if err != nil {
 		t.Fatalf("pgtest: open %s: %v", redact(u), err)
 	}
+	ready := false // migrated: only then may the schema be reused
 	t.Cleanup(func() {
 		db.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
+		if !ready {
+			a.drop(ctx, schema)
+			return
+		}
 		if err := a.empty(ctx, schema); err != nil {
 			t.Logf("pgtest: empty schema %s: %v; dropping it", schema, err)
 			a.drop(ctx, schema)
@@ -81,6 +86,7 @@ func New(t testing.TB) *postgres.DB {
 			t.Fatalf("pgtest: migrate: %v", err)
 		}
 	}
+	ready = true
 	return db
 }
 
