@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard/internal/config"
+	"github.com/trainyard/trainyard/storage/postgres"
+	"github.com/trainyard/trainyard/storage/s3"
+	"github.com/trainyard/trainyard/worker"
+)
+
+// connectTimeout bounds each connection attempt at start-up, so a wrong
+// address fails the command instead of hanging it.
+const connectTimeout = 30 * time.Second
+
+// infra is what every long-running command connects to: PostgreSQL, the
+// blob store and Temporal.
+type infra struct {
+	db       *postgres.DB
+	blobs    *s3.Store
+	temporal client.Client
+}
+
+// openDatabase connects to PostgreSQL and migrates the schema (idempotent
+// and safe when several processes start at once).
+func openDatabase(ctx context.Context, url string) (*postgres.DB, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open PostgreSQL: %w", err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate PostgreSQL: %w", err)
+	}
+	return db, nil
+}
+
+// openBlobs connects to the S3-compatible store at endpoint (AWS itself
+// when empty) and creates the bucket if it is missing.
+func openBlobs(ctx context.Context, c config.S3, endpoint string) (*s3.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	store, err := s3.New(ctx, s3.Config{
+		Endpoint:        endpoint,
+		Region:          c.Region,
+		AccessKeyID:     c.AccessKeyID,
+		SecretAccessKey: c.SecretAccessKey,
+		Bucket:          c.Bucket,
+		UsePathStyle:    endpoint != "" && c.UsePathStyle,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("object storage: %w", err)
+	}
+	if err := store.EnsureBucket(ctx); err != nil {
+		return nil, fmt.Errorf("object storage at %s: bucket %s: %w", endpointName(endpoint), c.Bucket, err)
+	}
+	return store, nil
+}
+
+func endpointName(endpoint string) string {
+	if endpoint == "" {
+		return "AWS"
+	}
+	return endpoint
+}
+
+// dialTemporal connects to the Temporal frontend at addr and checks that it
+// answers, with the SDK's logs in the process log.
+func dialTemporal(ctx context.Context, addr, namespace string, log *zap.Logger) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  addr,
+		Namespace: namespace,
+		// The SDK logs every poll retry at info; warn keeps outages visible
+		// without drowning the request log.
+		Logger: worker.NewLogger(atLeast(log.Named("temporal-sdk"), zap.WarnLevel)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", addr, namespace, err)
+	}
+	return c, nil
+}
+
+// close releases the connections; nil members are skipped.
+func (i *infra) close() {
+	if i.temporal != nil {
+		i.temporal.Close()
+	}
+	if i.db != nil {
+		i.db.Close()
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard/internal/config"
+)
+
+// connectProduction opens the external infrastructure of `api` and
+// `worker`: PostgreSQL (migrated), S3 and Temporal.
+func connectProduction(ctx context.Context, cfg config.Config, log *zap.Logger) (*infra, error) {
+	inf := &infra{}
+	var err error
+	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	if inf.blobs, err = openBlobs(ctx, cfg.S3, cfg.S3.Endpoint); err != nil {
+		inf.close()
+		return nil, err
+	}
+	if inf.temporal, err = dialTemporal(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log); err != nil {
+		inf.close()
+		return nil, err
+	}
+	return inf, nil
+}
+
+// runAPI is `trainyard api`: the HTTP API alone. Training runs on
+// `trainyard worker` processes; /v1/system-check reports whether any poll.
+func runAPI(ctx context.Context, args []string, _ io.Writer) error {
+	cfg, err := loadConfig("api", args, config.ModeProduction, nil)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogLevel, false)
+	if err != nil {
+		return err
+	}
+	defer syncLogger(log)
+	hs, err := listenHTTP(cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	defer hs.close()
+	inf, err := connectProduction(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer inf.close()
+	log.Info("API listening", zap.String("url", hs.URL()), zap.String("temporal", cfg.Temporal.Address),
+		zap.String("task_queue", cfg.Temporal.TaskQueue))
+	return hs.run(ctx, newApp(cfg, inf, log).apiHandler())
+}
+
+// runWorker is `trainyard worker`: the Temporal worker and the job
+// reconciler. Run as many as there are machines to train on.
+func runWorker(ctx context.Context, args []string, _ io.Writer) error {
+	cfg, err := loadConfig("worker", args, config.ModeProduction, nil)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogLevel, false)
+	if err != nil {
+		return err
+	}
+	defer syncLogger(log)
+	inf, err := connectProduction(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer inf.close()
+	w, rec, err := newApp(cfg, inf, log).newWorker()
+	if err != nil {
+		return err
+	}
+	go rec.Run(ctx)
+	log.Info("worker polling", zap.String("temporal", cfg.Temporal.Address), zap.String("task_queue", cfg.Temporal.TaskQueue))
+	return w.Run(ctx)
+}
