@@ -44,10 +44,14 @@ func TestSoftmax(t *testing.T) {
 		}
 		got := append([]float32(nil), x...)
 		Softmax(got)
+		gen := append([]float32(nil), x...)
+		if n > 0 {
+			scaleGeneric(1/expSumGeneric(gen, gen, maxGeneric(gen)), gen)
+		}
 		for i, v := range x {
 			want := math.Exp(float64(v)-mx) / sum
-			if math.Abs(float64(got[i])-want) > 1e-6+2e-6*want {
-				t.Fatalf("n=%d: softmax[%d] = %v, want %v", n, i, got[i], want)
+			if math.Abs(float64(got[i])-want) > 1e-6+2e-6*want || math.Abs(float64(gen[i])-want) > 1e-6+2e-6*want {
+				t.Fatalf("n=%d: softmax[%d] = %v (generic %v), want %v", n, i, got[i], gen[i], want)
 			}
 		}
 	}

@@ -38,6 +38,8 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		scaleMatrix(m, n, beta, c, ldc)
 	case m == 1 || n == 1:
 		gemv(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case m*n*k < smallMACs:
+		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case m <= smallRowsMax && (m <= 4 || k <= 1024):
 		// Past 4 rows the few-row kernels stream op(B) once per 4 rows; with a long k (LoRA's weight
 		// gradients, k = tokens) packing once is cheaper.

@@ -79,8 +79,8 @@ func TestGemv(t *testing.T) {
 	for _, tA := range []bool{false, true} {
 		for _, tB := range []bool{false, true} {
 			for _, d := range [][3]int{
-				{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 8200, 130}, {9, 1, 33}, {8200, 1, 130}, {3, 70, 40},
-				{4, 300, 129}, {4, 2100, 130}, {2, 600, 1000}, {7, 65, 33}, {16, 200, 77}, {1, 8, 16}, {1, 65, 17},
+				{1, 1, 1}, {1, 7, 5}, {1, 300, 129}, {1, 16500, 130}, {9, 1, 33}, {16500, 1, 130}, {3, 70, 40},
+				{4, 300, 129}, {4, 4100, 130}, {2, 1100, 1000}, {7, 65, 33}, {16, 200, 77}, {1, 8, 16}, {1, 65, 17},
 				{1, 15, 31},
 			} {
 				g := newGemmCase(rng, tA, tB, d[0], d[1], d[2], -1, []float32{0, 0.5}[rng.IntN(2)], rng.IntN(3))
@@ -185,6 +185,32 @@ func TestPackATBlock(t *testing.T) {
 						t.Fatalf("%s rows=%d panel %d: packed[%d] = %v, want %v", kern.name, rows, ip, i, g, w)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestMatVecForms checks the generic and the CPU's matrix-vector forms against each other on odd sizes.
+func TestMatVecForms(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, d := range [][2]int{{1, 1}, {7, 17}, {8, 16}, {13, 33}, {70, 129}} {
+		rows, k := d[0], d[1]
+		const ld = 140
+		mat, x := randSlice(rng, (max(k, rows+3)+1)*ld), randSlice(rng, k)
+		got, want := make([]float32, rows), make([]float32, rows)
+		rowsDot(got, mat, ld, 3, x)
+		rowsDotGeneric(want, mat, ld, 3, x)
+		for j := range want {
+			if d := got[j] - want[j]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("rowsDot %dx%d: [%d] = %v, generic %v", rows, k, j, got[j], want[j])
+			}
+		}
+		colsAcc(got, mat, ld, 5, x)
+		colsAccGeneric(want, mat, ld, 5, x)
+		for j := range want {
+			if d := got[j] - want[j]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("colsAcc %dx%d: [%d] = %v, generic %v", k, rows, j, got[j], want[j])
 			}
 		}
 	}

@@ -43,7 +43,7 @@ var parallelCalls atomic.Int32
 // already runs attention heads from its own goroutines, and nesting more goroutines under those only adds
 // scheduling and cache contention.
 func acquireWorkers(m, n, k int) (int, func()) {
-	const minParallelMACs = 1 << 20
+	const minParallelMACs = 1 << 21
 	procs := runtime.GOMAXPROCS(0)
 	if procs == 1 || m*n*k < minParallelMACs {
 		return 1, func() {}

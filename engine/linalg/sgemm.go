@@ -5,8 +5,8 @@ import "fmt"
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices, where op(X) is X, or Xᵀ when the
 // matching trans flag is set. op(A) is m×k, op(B) is k×n and C is m×n; lda, ldb and ldc are the row strides
 // of a, b and c as stored (so lda ≥ k when A is not transposed and lda ≥ m when it is). beta == 0 overwrites
-// C without reading it, so NaNs in C are ignored. Large products run in parallel across GOMAXPROCS
-// goroutines; concurrent calls are safe as long as their C regions do not overlap.
+// C without reading it, so NaNs in C are ignored. C must not overlap A or B. Large products run in parallel
+// across GOMAXPROCS goroutines; concurrent calls are safe as long as their C regions do not overlap.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
 	beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)

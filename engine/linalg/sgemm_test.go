@@ -42,7 +42,7 @@ func TestSgemmConcurrent(t *testing.T) {
 	cases := make([]gemmCase, 6)
 	results := make([][3][]float32, len(cases))
 	for i := range cases {
-		cases[i] = newGemmCase(rng, i%2 == 0, i%3 == 0, 100+i, 130, 96, 1, 0.5, i%2)
+		cases[i] = newGemmCase(rng, i%2 == 0, i%3 == 0, 200+i, 130, 96, 1, 0.5, i%2) // ≥ 2²¹ multiply-adds: parallel
 	}
 	var wg sync.WaitGroup
 	for i, g := range cases {
