@@ -13,7 +13,6 @@ import (
 // Generation is an admitted request, ready to sample. It holds a concurrency slot until Close.
 type Generation struct {
 	req        Request
-	target     *Target
 	base       *engine.Base
 	sampler    *engine.Sampler // batches the decoding of every request on the same base and adapter
 	prompt     []int
@@ -21,12 +20,6 @@ type Generation struct {
 	parseTools bool
 	release    func()
 }
-
-// PromptTokens returns the length of the rendered prompt.
-func (g *Generation) PromptTokens() int { return len(g.prompt) }
-
-// Target returns what the model name resolved to.
-func (g *Generation) Target() *Target { return g.target }
 
 // Close frees the generation's concurrency slot. It is safe to call more than once.
 func (g *Generation) Close() {

@@ -7,13 +7,11 @@ import (
 	"github.com/trainyard/trainyard"
 )
 
-// Target is what a model name resolves to for one request: a base model and, when the trained model has a
+// target is what a model name resolves to for one request: a base model and, when the trained model has a
 // checkpoint at the requested step, that checkpoint's adapter.
-type Target struct {
+type target struct {
 	// Base is the base model name.
 	Base string
-	// Model is the trained model, nil for a base model name.
-	Model *trainyard.Model
 	// Checkpoint is the checkpoint whose adapter is applied; nil means the base model alone (a trained
 	// model with no checkpoint yet, or step 0).
 	Checkpoint *trainyard.Checkpoint
@@ -29,13 +27,13 @@ type resolver struct {
 
 // resolve parses name and looks it up for accountID. Every failure a client can cause is ENOTFOUND with a
 // message naming the model; another account's model is indistinguishable from a missing one.
-func (r *resolver) resolve(ctx context.Context, accountID, name string) (*Target, error) {
+func (r *resolver) resolve(ctx context.Context, accountID, name string) (*target, error) {
 	ref, err := ParseModelRef(name, r.isBase)
 	if err != nil {
 		return nil, err
 	}
 	if ref.Base != "" {
-		return &Target{Base: ref.Base}, nil
+		return &target{Base: ref.Base}, nil
 	}
 	m, err := r.models.FindModelByName(ctx, accountID, ref.Entity, ref.Project, ref.Name)
 	if trainyard.ErrorCode(err) == trainyard.ENOTFOUND {
@@ -44,7 +42,7 @@ func (r *resolver) resolve(ctx context.Context, accountID, name string) (*Target
 	if err != nil {
 		return nil, fmt.Errorf("find model %s: %w", ref, err)
 	}
-	t := &Target{Base: m.BaseModel, Model: m}
+	t := &target{Base: m.BaseModel}
 	switch {
 	case ref.Pinned && ref.Step == 0:
 		// Step 0 is the untrained base model: there is never a checkpoint row for it.

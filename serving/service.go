@@ -101,28 +101,23 @@ func (s *Service) Start(ctx context.Context, req Request) (*Generation, error) {
 }
 
 func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error) {
-	target, err := s.resolver.resolve(ctx, req.AccountID, req.Model)
+	tg, err := s.resolver.resolve(ctx, req.AccountID, req.Model)
 	if err != nil {
 		return nil, err
 	}
-	base, sampler, err := s.bases.get(target.Base)
+	base, sampler, err := s.bases.get(tg.Base)
 	if err != nil {
 		return nil, err
 	}
-	g := &Generation{req: req, base: base, sampler: sampler, target: target}
-	if target.Checkpoint != nil {
-		if g.sampler, err = s.adapters.get(ctx, base, req.Model, target.Checkpoint); err != nil {
+	g := &Generation{req: req, base: base, sampler: sampler,
+		// With tool_choice "none" the model still sees the tools (as in vLLM), its output is not parsed.
+		parseTools: len(req.Tools) > 0 && req.ToolChoice.Mode != ToolChoiceNone}
+	if tg.Checkpoint != nil {
+		if g.sampler, err = s.adapters.get(ctx, base, req.Model, tg.Checkpoint); err != nil {
 			return nil, err
 		}
 	}
-	msgs, tools := engineMessages(req.Messages), engineTools(req.Tools)
-	if len(req.Tools) > 0 && req.ToolChoice.Mode == ToolChoiceNone {
-		// vLLM's behaviour: the model still sees the tools, its output is not parsed.
-		g.parseTools = false
-	} else {
-		g.parseTools = len(req.Tools) > 0
-	}
-	if g.prompt, err = base.RenderPrompt(msgs, tools); err != nil {
+	if g.prompt, err = base.RenderPrompt(engineMessages(req.Messages), engineTools(req.Tools)); err != nil {
 		if errors.Is(err, engine.ErrInvalidInput) {
 			return nil, trainyard.WrapError(trainyard.EBADREQUEST, err, "The messages cannot be rendered for this model: %v", err)
 		}
