@@ -116,8 +116,8 @@ type Event struct {
 type EventStore interface {
 	// AppendEvent writes e (filling ID and CreatedAt). Writing the same
 	// (job, seq) again is a no-op that returns the stored event, so retried
-	// activities never duplicate events. A second terminal event for a job is
-	// ECONFLICT.
+	// activities never duplicate events. Once a job has its terminal event,
+	// any new event (a second terminal one included) is ECONFLICT.
 	AppendEvent(ctx context.Context, e *Event) (*Event, error)
 	// ListEvents pages through a job's events by Seq; After is an event id
 	// (exclusive).

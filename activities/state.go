@@ -106,6 +106,11 @@ func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, st *trai
 		}
 		return nil
 	}
+	// The next job on the model may write this step once this job is
+	// closed, so a job closed under this activity must not touch it.
+	if _, err := a.activeJob(ctx, job.ID); err != nil {
+		return err
+	}
 	step := baseStep + 1
 	existing, err := a.d.Models.FindCheckpoint(ctx, job.ModelID, step)
 	switch {

@@ -183,10 +183,17 @@ func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done i
 	for k, v := range metrics {
 		data[k] = v
 	}
-	if _, err := a.d.Events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: done + 1, Type: trainyard.EventGradientStep, Data: data}); err != nil {
+	_, err := a.d.Events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: done + 1, Type: trainyard.EventGradientStep, Data: data})
+	if isCode(err, trainyard.ECONFLICT) {
+		// The job was closed under this activity: its workflow was
+		// cancelled or terminated and the heartbeat has not told us yet.
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("job %s was closed while it trained", jobID), ErrGone, err)
+	}
+	if err != nil {
 		return classify(err, "record gradient_step")
 	}
-	err := a.d.Jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{CurrentStep: &done, LatestMetrics: metrics, RunID: &runID})
+	err = a.d.Jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{CurrentStep: &done, LatestMetrics: metrics, RunID: &runID})
 	return classify(err, "record the job's progress")
 }
 

@@ -41,6 +41,9 @@ type JobsConfig struct {
 	// TemporalTimeout bounds the live look at a job's workflow when it is
 	// read; past it the answer comes from PostgreSQL alone. Default 2s.
 	TemporalTimeout time.Duration
+	// StartTimeout bounds starting a job's workflow; past it the job is
+	// accepted anyway and started later. Default 5s.
+	StartTimeout time.Duration
 }
 
 // createJobResponse is the document's TrainingJobResponse.
@@ -158,7 +161,10 @@ func (s *Server) submitJob(c *gin.Context, kind trainyard.JobKind, modelID strin
 		return
 	}
 	if !job.Status.Terminal() {
-		if err := s.deps.Workflows.StartJob(ctx, job); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.Jobs.StartTimeout)
+		err := s.deps.Workflows.StartJob(sctx, job)
+		cancel()
+		if err != nil {
 			// The job is stored; it starts once Temporal answers again.
 			log.Warn("job accepted but its workflow did not start yet", zap.Error(err))
 		}

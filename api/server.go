@@ -99,6 +99,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.Jobs.TemporalTimeout <= 0 {
 		cfg.Jobs.TemporalTimeout = 2 * time.Second
 	}
+	if cfg.Jobs.StartTimeout <= 0 {
+		cfg.Jobs.StartTimeout = 5 * time.Second
+	}
 	log := deps.Logger
 	if log == nil {
 		log = zap.NewNop()

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/storage/postgres"
+	"github.com/trainyard/trainyard/storage/s3"
+	"github.com/trainyard/trainyard/worker"
+	"github.com/trainyard/trainyard/workflows"
+)
+
+// The test binary re-executes itself as a worker process when envRole says
+// so; envWorkerConfig carries the worker's configuration as JSON.
+const (
+	envRole         = "TRAINYARD_E2E_ROLE"
+	roleWorker      = "worker"
+	envWorkerConfig = "TRAINYARD_E2E_WORKER_CONFIG"
+)
+
+// workerProcessConfig is what a worker process needs to join a test's stack.
+type workerProcessConfig struct {
+	TemporalAddr string
+	Namespace    string
+	TaskQueue    string
+	DatabaseURL  string
+	S3           s3.Config
+	Activities   activities.Config
+}
+
+// runWorkerProcess is the main function of a worker process: it serves the
+// test's task queue until it is killed or told to stop.
+func runWorkerProcess() int {
+	var cfg workerProcessConfig
+	if err := json.Unmarshal([]byte(os.Getenv(envWorkerConfig)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "worker process: bad config:", err)
+		return 2
+	}
+	log, _ := zap.NewDevelopment(zap.IncreaseLevel(zap.WarnLevel))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		log.Error("open database", zap.Error(err))
+		return 1
+	}
+	defer db.Close()
+	blobs, err := s3.New(ctx, cfg.S3)
+	if err != nil {
+		log.Error("open S3", zap.Error(err))
+		return 1
+	}
+	tc, err := client.Dial(client.Options{HostPort: cfg.TemporalAddr, Namespace: cfg.Namespace, Logger: worker.NewLogger(log)})
+	if err != nil {
+		log.Error("dial Temporal", zap.Error(err))
+		return 1
+	}
+	defer tc.Close()
+	wf := workflows.NewClient(tc, workflows.ClientOptions{TaskQueue: cfg.TaskQueue, Jobs: db, Events: db})
+	acts, err := activities.New(activities.Deps{Jobs: db, Events: db, Models: db, Blobs: blobs, Queue: db, Workflows: wf,
+		Bases: &worker.Bases{}, Files: blobs, Logger: log}, cfg.Activities)
+	if err != nil {
+		log.Error("activities", zap.Error(err))
+		return 1
+	}
+	w, err := worker.New(tc, acts, worker.Config{TaskQueue: cfg.TaskQueue}, log)
+	if err != nil {
+		log.Error("worker", zap.Error(err))
+		return 1
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Error("run worker", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+// workerProcess is a worker running as a separate process.
+type workerProcess struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startWorkerProcess starts a worker process on the stack's task queue.
+func (s *stack) startWorkerProcess() *workerProcess {
+	s.t.Helper()
+	st := temporalServer(s.t)
+	cfg, _ := json.Marshal(workerProcessConfig{
+		TemporalAddr: st.FrontendAddr(), Namespace: st.Namespace(), TaskQueue: s.queue,
+		DatabaseURL: s.dbURL, S3: s.s3cfg, Activities: s.opts.Activities,
+	})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRole+"="+roleWorker, envWorkerConfig+"="+string(cfg))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	p := &workerProcess{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	s.t.Cleanup(func() { p.kill(s.t) })
+	return p
+}
+
+// kill sends SIGKILL: the worker gets no chance to finish or hand over.
+func (p *workerProcess) kill(t testing.TB) {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL) // fails harmlessly once it has exited
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("worker process %d did not exit after SIGKILL", p.cmd.Process.Pid)
+	}
+}
