@@ -87,7 +87,11 @@ func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOpti
 
 	opt.stream, _ = body.Field("stream").Optional().Nullable().Bool()
 	if so, ok := body.Field("stream_options").Optional().Nullable().Model(); ok {
-		opt.includeUsage, _ = so.Field("include_usage").Optional().Nullable().Bool()
+		// The document's StreamOptions defaults include_usage to true once stream_options is sent.
+		opt.includeUsage = !so.Has("include_usage")
+		if v, ok := so.Field("include_usage").Optional().Nullable().Bool(); ok {
+			opt.includeUsage = v
+		}
 	}
 	_, _ = body.Field("user").Optional().Nullable().String()
 	return req, opt
