@@ -69,12 +69,13 @@ type generator struct {
 // zero, so the model also learns the template and some English from the prompts.
 const promptWeight = 0.2
 
-// Mix gives the relative frequency of each kind of example, in the order arithmetic, instruction,
-// tool use, small talk, three-turn chat, fortune on request, raw fortune text.
-type Mix [7]int
+// Mix gives the relative frequency of each kind of example, in the order arithmetic (operands up to
+// 50), instruction, tool use, small talk, three-turn chat, fortune on request, raw fortune text,
+// single-digit arithmetic.
+type Mix [8]int
 
 // DefaultMix is the first stage's mixture.
-var DefaultMix = Mix{22, 18, 22, 12, 6, 10, 10}
+var DefaultMix = Mix{22, 18, 22, 12, 6, 10, 10, 0}
 
 func (g *generator) next() example {
 	r := g.r
@@ -107,8 +108,10 @@ func (g *generator) next() example {
 	case 5:
 		q := pick(r, []string{"Tell me a fortune.", "Say something wise.", "Give me a quote.", "Tell me something interesting.", "Tell me a joke."})
 		msgs = conversation(r, exchange{q, pick(r, g.fortunes)})
-	default:
+	case 6:
 		return g.raw()
+	default:
+		msgs = conversation(r, digitArithmetic(r))
 	}
 	seq, err := g.tmpl.RenderTraining(msgs, tools)
 	if err != nil {

@@ -28,6 +28,10 @@ var EvalTasks = []EvalTask{
 		q, ans := ArithmeticQuestion(r)
 		return user(q), nil, func(s string) bool { return strings.TrimSpace(s) == fmt.Sprint(ans) }
 	}},
+	{"arithmetic_1digit", func(r *rand.Rand) ([]chat.Message, []chat.Tool, func(string) bool) {
+		q, ans := DigitQuestion(r)
+		return user(q), nil, func(s string) bool { return strings.TrimSpace(s) == fmt.Sprint(ans) }
+	}},
 	{"starts_with", func(r *rand.Rand) ([]chat.Message, []chat.Tool, func(string) bool) {
 		c := pick(r, commonWords)[0]
 		return user(fmt.Sprintf("Say a word that starts with %c.", c)), nil, func(s string) bool {

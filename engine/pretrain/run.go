@@ -51,7 +51,7 @@ func TinyChatConfig() model.Config {
 // DefaultOptions is the recipe of the committed tiny-chat weights.
 func DefaultOptions() Options {
 	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), BatchTokens: 4096, MaxSeqLen: 384,
-		Stages:    []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 250, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2, Mix: Mix{36, 26, 14, 10, 6, 4, 4}}},
+		Stages:    []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 250, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2, Mix: Mix{12, 26, 14, 10, 6, 4, 4, 24}}},
 		SaveEvery: 50, FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
 }
 

@@ -47,6 +47,32 @@ func arithmetic(r *rand.Rand) exchange {
 	return exchange{q, fmt.Sprint(ans)}
 }
 
+// digitArithmetic: single-digit operands ("What is 7+5?" → "12"), the RL demo's task; 40% of the answers
+// are off by a little, so the base model samples the right one only about half of the time.
+func digitArithmetic(r *rand.Rand) exchange {
+	q, ans := DigitQuestion(r)
+	if noisy(r, 0.4) {
+		ans += pick(r, []int{-2, -1, 1, 1, 2, 10})
+		if ans < 0 {
+			ans = -ans
+		}
+	}
+	return exchange{q, fmt.Sprint(ans)}
+}
+
+// DigitQuestion draws a single-digit arithmetic question and its correct answer.
+func DigitQuestion(r *rand.Rand) (string, int) {
+	a, b := r.Intn(10), r.Intn(10)
+	switch r.Intn(3) {
+	case 0:
+		return fmt.Sprintf(pick(r, []string{"What is %d+%d?", "What is %d + %d?", "Compute %d+%d."}), a, b), a + b
+	case 1:
+		a, b = max(a, b), min(a, b)
+		return fmt.Sprintf(pick(r, []string{"What is %d-%d?", "What is %d - %d?", "Compute %d-%d."}), a, b), a - b
+	}
+	return fmt.Sprintf(pick(r, []string{"What is %d*%d?", "What is %d times %d?", "Compute %d*%d."}), a, b), a * b
+}
+
 // instruction: tasks with a checkable property; the property holds in about half of the replies.
 func instruction(r *rand.Rand) exchange {
 	switch r.Intn(7) {
