@@ -42,9 +42,11 @@ check() {
 	fi
 }
 
+# fallback ARGS... runs the script with no DATABASE_URL and the system port
+# pointing where nothing listens; variables set before the call pass through.
 fallback() {
 	env -u DATABASE_URL TRAINYARD_DATA_DIR="$data" TRAINYARD_PG_SYSTEM_PORT="$probe_port" \
-		TRAINYARD_PG_PORT="$local_port" "$@" "$script" 2>>"$work/stderr.log"
+		TRAINYARD_PG_PORT="$local_port" "$script" "$@" 2>>"$work/stderr.log"
 }
 
 url="$(DATABASE_URL=postgres://u@example.invalid:1/x "$script" 2>/dev/null)"
@@ -62,7 +64,7 @@ url="$(fallback)"
 check "second run reuses the running cluster" test "$(head -1 "$data/postgres/data/postmaster.pid")" = "$pid_before"
 check "second run prints the same URL" test "$url" = "$want"
 
-url="$(fallback env TRAINYARD_PG_DATABASE=trainyard_test)"
+url="$(TRAINYARD_PG_DATABASE=trainyard_test fallback)"
 check "TRAINYARD_PG_DATABASE picks the database" test "$url" = "${want/trainyard?/trainyard_test?}"
 
 psql "$want" -XqAc 'CREATE TABLE IF NOT EXISTS survives (x int); INSERT INTO survives VALUES (42)'
@@ -73,6 +75,11 @@ if [[ "$(id -u)" == 0 ]]; then stop=(runuser -u postgres --); else stop=(); fi
 url="$(fallback)"
 check "a stopped cluster is started again" psql "$url" -XtAc 'SELECT 1' -o /dev/null
 check "data survives the restart" test "$(psql "$url" -XtAc 'SELECT x FROM survives')" = 42
+
+fallback --stop >/dev/null
+check "--stop stops the throwaway cluster" test ! -f "$data/postgres/data/postmaster.pid"
+url="$(fallback)"
+check "a run after --stop starts it again" psql "$url" -XtAc 'SELECT 1' -o /dev/null
 
 if [[ $failed -ne 0 ]]; then
 	echo "--- ensure-postgres stderr:"

@@ -14,12 +14,21 @@
 #
 # Diagnostics go to stderr so callers can write URL=$(scripts/ensure-postgres.sh).
 # Running it again (or twice at once) is safe.
+#
+# `ensure-postgres.sh --stop` stops the throwaway cluster, if one runs (make clean).
 set -euo pipefail
 
 log() { printf 'ensure-postgres: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-if [[ -n "${DATABASE_URL:-}" ]]; then
+stop_only=false
+case "${1:-}" in
+--stop) stop_only=true ;;
+"") ;;
+*) die "unknown argument $1 (only --stop is accepted)" ;;
+esac
+
+if [[ -n "${DATABASE_URL:-}" ]] && ! $stop_only; then
 	log "using DATABASE_URL from the environment"
 	printf '%s\n' "$DATABASE_URL"
 	exit 0
@@ -65,13 +74,13 @@ answers() {
 	psql_at "$1" "$2" -tAc 'SELECT 1' >/dev/null 2>&1
 }
 
-if answers "$system_host" "$system_port"; then
+if ! $stop_only && answers "$system_host" "$system_port"; then
 	log "using the PostgreSQL server at $system_host:$system_port"
 	ensure_databases "$system_host" "$system_port"
 	print_url "$system_host" "$system_port"
 	exit 0
 fi
-log "no usable server at $system_host:$system_port; using a throwaway cluster"
+$stop_only || log "no usable server at $system_host:$system_port; using a throwaway cluster"
 
 # find_bindir prints the directory holding initdb and pg_ctl, newest version first.
 find_bindir() {
@@ -86,6 +95,9 @@ find_bindir() {
 	return 1
 }
 
+if $stop_only && ! bindir="$(find_bindir)"; then
+	exit 0 # no binaries, so no cluster of ours can be running
+fi
 if ! bindir="$(find_bindir)"; then
 	[[ "$(id -u)" == 0 ]] || die "no PostgreSQL binaries found; install Debian's postgresql package"
 	log "installing Debian's postgresql package"
@@ -101,23 +113,37 @@ fi
 # otherwise inherit it and hold the lock for its whole life.
 run_pg() {
 	if [[ "$(id -u)" == 0 ]]; then
-		id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
 		runuser -u postgres -- "$@" 9>&-
 	else
 		"$@" 9>&-
 	fi
 }
 
+if [[ "$(id -u)" == 0 ]] && ! id postgres >/dev/null 2>&1; then
+	useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+
 cluster="$data_dir/postgres"
-mkdir -p "$data_dir"
+if $stop_only; then
+	[[ -d "$data_dir" ]] || exit 0
+else
+	mkdir -p "$data_dir"
+fi
 if [[ "$(id -u)" == 0 ]] && ! runuser -u postgres -- test -x "$data_dir"; then
 	# The postgres user cannot reach the data dir (e.g. a checkout inside a
 	# 0700 directory); keep the cluster in a per-checkout place it can reach.
 	cluster="/var/tmp/trainyard-postgres-$(printf '%s' "$data_dir" | sha256sum | cut -c1-12)"
 	log "the postgres user cannot reach $data_dir; using $cluster instead"
 fi
+if $stop_only; then
+	if [[ -f "$cluster/data/postmaster.pid" ]]; then
+		log "stopping the cluster in $cluster/data"
+		run_pg "$bindir/pg_ctl" -D "$cluster/data" -m fast -w stop >&2
+	fi
+	exit 0
+fi
 mkdir -p "$cluster"
-[[ "$(id -u)" == 0 ]] && { id postgres >/dev/null 2>&1 || run_pg true; chown postgres: "$cluster"; }
+[[ "$(id -u)" == 0 ]] && chown postgres: "$cluster"
 pgdata="$cluster/data"
 sockdir="$cluster/run"
 logfile="$cluster/postgres.log"

@@ -1,0 +1,71 @@
+# trainyard — developer entry points. `make run` starts everything; `make test`
+# is what CI runs (.ci/run). Both find or start PostgreSQL with
+# scripts/ensure-postgres.sh.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+export GOTOOLCHAIN := local
+export PATH := $(PATH):/usr/local/go/bin
+
+GO          ?= go
+BIN         := bin/trainyard
+# Per test binary; the slowest packages (end-to-end, devstack) take a few
+# minutes on a 2-core machine.
+TEST_TIMEOUT ?= 10m
+# `make bench BENCH=Sgemm PKG=./engine/...` narrows the run.
+BENCH       ?= .
+PKG         ?= ./...
+BENCHTIME   ?= 1s
+
+.PHONY: all run build test test-scripts vet lint bench pretrain clean
+
+all: build
+
+## build: compile bin/trainyard
+build:
+	$(GO) build -o $(BIN) ./cmd/trainyard
+
+## run: PostgreSQL (found or started) → build → trainyard serve
+run: build
+	DATABASE_URL="$$(scripts/ensure-postgres.sh)"; export DATABASE_URL; exec ./$(BIN) serve
+
+## test: scripts, go vet and go test against a real PostgreSQL
+test: test-scripts
+	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
+		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
+	fi; \
+	export TRAINYARD_TEST_DATABASE_URL; \
+	$(GO) vet ./...; \
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+## test-scripts: the real fallback path of scripts/ensure-postgres.sh
+test-scripts:
+	bash scripts/ensure-postgres-test.sh
+
+vet:
+	$(GO) vet ./...
+
+## lint: gofmt must have nothing to say; go vet must pass
+lint: vet
+	unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+## bench: go test benchmarks (BENCH, PKG, BENCHTIME narrow them)
+bench:
+	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
+		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
+	fi; \
+	export TRAINYARD_TEST_DATABASE_URL; \
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKG)
+
+## pretrain: pretrain the built-in base model (engine/pretrain) into engine/zoo/tinychat
+pretrain: build
+	if [[ ! -d /usr/share/games/fortunes && "$$(id -u)" == 0 ]]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fortunes-min fortunes; \
+	fi
+	./$(BIN) pretrain
+
+## clean: stop the throwaway PostgreSQL, remove the binary and ./.data
+clean:
+	scripts/ensure-postgres.sh --stop
+	rm -rf bin .data
