@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/trainyard/trainyard/engine/chat"
 	"github.com/trainyard/trainyard/engine/model"
@@ -30,13 +31,25 @@ type Base struct {
 // BuiltinNames lists the models OpenBuiltin knows, e.g. "trainyard/tiny-chat".
 func BuiltinNames() []string { return zoo.Names() }
 
-// OpenBuiltin loads a built-in model from the weights embedded in the binary.
+// builtins caches loaded built-in models: a Base is immutable, so every caller can share one copy.
+var builtins sync.Map // name → *Base
+
+// OpenBuiltin loads a built-in model from the weights embedded in the binary (once per process; later
+// calls return the same *Base).
 func OpenBuiltin(name string) (*Base, error) {
+	if b, ok := builtins.Load(name); ok {
+		return b.(*Base), nil
+	}
 	cfgJSON, weights, err := zoo.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	return load(name, cfgJSON, [][]byte{weights})
+	b, err := load(name, cfgJSON, [][]byte{weights})
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := builtins.LoadOrStore(name, b)
+	return actual.(*Base), nil
 }
 
 // OpenDir loads a Llama-architecture checkpoint from dir: config.json and model.safetensors, or the shards
