@@ -91,6 +91,10 @@ type Config struct {
 	// stored within a Train activity; state is also stored at its end. A
 	// retry recomputes at most this much (5 s).
 	SaveInterval time.Duration
+	// ProgressInterval is how often a Train activity updates the job row's
+	// current step and latest metrics (1 s); every step's event is written
+	// at once regardless.
+	ProgressInterval time.Duration
 	// HeartbeatInterval is how often long activities heartbeat (2 s); it
 	// must be well under the workflow's heartbeat timeout.
 	HeartbeatInterval time.Duration
@@ -111,6 +115,7 @@ func (c *Config) applyDefaults() {
 	def(&c.StartGrace, 10*time.Second)
 	def(&c.ChunkDuration, 20*time.Second)
 	def(&c.SaveInterval, 5*time.Second)
+	def(&c.ProgressInterval, time.Second)
 	def(&c.HeartbeatInterval, 2*time.Second)
 	if c.MaxDataBytes <= 0 {
 		c.MaxDataBytes = 256 << 20

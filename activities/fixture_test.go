@@ -53,7 +53,7 @@ type fixture struct {
 	model *trainyard.Model
 }
 
-func newFixture(t *testing.T, cfg Config, wf Workflows) *fixture {
+func newFixture(t testing.TB, cfg Config, wf Workflows) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{db: pgtest.New(t), blobs: s3test.New(t)}
@@ -70,7 +70,7 @@ func newFixture(t *testing.T, cfg Config, wf Workflows) *fixture {
 	return f
 }
 
-func (f *fixture) newModel(t *testing.T) *trainyard.Model {
+func (f *fixture) newModel(t testing.TB) *trainyard.Model {
 	t.Helper()
 	m := &trainyard.Model{AccountID: f.acct.ID, Entity: f.acct.Entity, Project: "p", Name: "m-" + uuid.NewString()[:8], BaseModel: testBaseName}
 	if err := f.db.CreateModel(context.Background(), m); err != nil {
@@ -80,7 +80,7 @@ func (f *fixture) newModel(t *testing.T) *trainyard.Model {
 }
 
 // newJob stores input (when given) and creates a QUEUED job on model.
-func (f *fixture) newJob(t *testing.T, model *trainyard.Model, kind trainyard.JobKind, cfg JobConfig, input []byte) *trainyard.Job {
+func (f *fixture) newJob(t testing.TB, model *trainyard.Model, kind trainyard.JobKind, cfg JobConfig, input []byte) *trainyard.Job {
 	t.Helper()
 	ctx := context.Background()
 	id := uuid.Must(uuid.NewV7()).String()

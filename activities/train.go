@@ -16,7 +16,8 @@ import (
 
 // Train runs the job's next gradient steps, for about Config.ChunkDuration,
 // and returns how many steps are done. After every step it records the
-// gradient_step event (seq = step + 1) and the job's progress; it stores the
+// gradient_step event (seq = step + 1), and the job's progress at least
+// every Config.ProgressInterval and at the end; it stores the
 // training state at least every Config.SaveInterval and always before it
 // returns, heartbeating how far the stored state reaches, so a retry (on
 // this worker or another) resumes from there and recomputes only the steps
@@ -66,7 +67,7 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	}
 
 	stopping := activity.GetWorkerStopChannel(ctx)
-	started, lastSave := time.Now(), time.Now()
+	started, lastSave, lastProgress := time.Now(), time.Now(), time.Time{}
 	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
 	var metrics map[string]float64
 	done := from
@@ -79,12 +80,16 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 			return nil, err
 		}
 		done++
-		if err := a.recordStep(ctx, job.ID, runID, done, metrics); err != nil {
-			return nil, err
-		}
 		// A stopping worker hands the job over after this step: its
 		// state is stored below and the next activity runs elsewhere.
 		chunkOver := time.Since(started) >= a.cfg.ChunkDuration || closed(stopping)
+		progress := done == total || chunkOver || time.Since(lastProgress) >= a.cfg.ProgressInterval
+		if err := a.recordStep(ctx, job.ID, runID, done, metrics, progress); err != nil {
+			return nil, err
+		}
+		if progress {
+			lastProgress = time.Now()
+		}
 		if done == total || chunkOver || time.Since(lastSave) >= a.cfg.SaveInterval {
 			if err := a.saveState(ctx, job, st, in.BaseStep, done, total); err != nil {
 				return nil, err
@@ -176,9 +181,9 @@ func stepMetrics(s planStep, stats engine.StepStats, step int) (map[string]float
 	return m, nil
 }
 
-// recordStep appends the step's gradient_step event and updates the job's
-// progress.
-func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done int, metrics map[string]float64) error {
+// recordStep appends the step's gradient_step event and, when progress is
+// set, updates the job's progress (current step, latest metrics, run id).
+func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done int, metrics map[string]float64, progress bool) error {
 	data := make(map[string]any, len(metrics))
 	for k, v := range metrics {
 		data[k] = v
@@ -192,6 +197,9 @@ func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done i
 	}
 	if err != nil {
 		return classify(err, "record gradient_step")
+	}
+	if !progress {
+		return nil
 	}
 	err = a.d.Jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{CurrentStep: &done, LatestMetrics: metrics, RunID: &runID})
 	return classify(err, "record the job's progress")
