@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/rand"
 	"net/http"
 	"time"
 
@@ -59,7 +58,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	defer gen.Close()
-	meta := chatMeta{id: newCompletionID(), created: time.Now().Unix(), model: req.Model}
+	meta := chatMeta{id: serving.NewCompletionID(), created: time.Now().Unix(), model: req.Model}
 	if opt.stream {
 		s.streamChat(c, gen, meta, req.N, opt.includeUsage)
 		return
@@ -80,15 +79,4 @@ type chatMeta struct {
 	id      string
 	created int64
 	model   string // as requested, like OpenAI
-}
-
-// newCompletionID returns an id shaped like OpenAI's: "chatcmpl-" and 29 random characters.
-func newCompletionID() string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	var b [29]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "chatcmpl-" + string(b[:])
 }

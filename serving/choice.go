@@ -1,7 +1,6 @@
 package serving
 
 import (
-	"crypto/rand"
 	"math"
 	"strconv"
 	"strings"
@@ -193,15 +192,4 @@ func byteInts(bs []byte) []int {
 		out[i] = int(c)
 	}
 	return out
-}
-
-// newCallID returns an OpenAI-style tool call id, "call_" and 24 random characters.
-func newCallID() string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "call_" + string(b[:])
 }
