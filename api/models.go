@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -113,9 +114,9 @@ func (s *Server) createModel(c *gin.Context) {
 	s.writeJSON(c, http.StatusOK, newModelResponse(m))
 }
 
-// deleteModel is DELETE /v1/preview/models/{model_id}: the rows go in one
-// transaction (checkpoints, logs, jobs, events by cascade), then the
-// model's objects.
+// deleteModel is DELETE /v1/preview/models/{model_id}: the model's running
+// jobs are asked to cancel, its rows go in one transaction (checkpoints,
+// logs, jobs and events by cascade), then its objects.
 func (s *Server) deleteModel(c *gin.Context) {
 	acct := accountOf(c)
 	var errs validate.Errors
@@ -124,19 +125,57 @@ func (s *Server) deleteModel(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	deleted, err := s.deps.Models.DeleteModel(c.Request.Context(), acct.ID, id)
+	ctx := c.Request.Context()
+	jobs, err := s.modelJobs(ctx, acct.ID, id)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	log := s.requestLog(c).With(zap.String("model_id", id))
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	for _, j := range jobs {
+		if !j.Status.Terminal() && s.deps.Workflows != nil {
+			// Best effort: the rows go either way, and a workflow that
+			// outlives its job finds nothing to write to.
+			if err := s.deps.Workflows.CancelJob(cleanup, j.ID); err != nil {
+				log.Warn("cancel the job of a deleted model", zap.String("job_id", j.ID), zap.Error(err))
+			}
+		}
+	}
+	deleted, err := s.deps.Models.DeleteModel(ctx, acct.ID, id)
 	if err != nil {
 		s.writeModelError(c, id, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), cleanupTimeout)
-	defer cancel()
-	if err := s.deps.Blobs.DeleteModelFiles(ctx, id); err != nil {
-		// The model is gone for every reader; only storage is left over.
-		s.requestLog(c).Error("model deleted but its objects remain", zap.String("model_id", id), zap.Error(err))
+	// The model is gone for every reader now; objects left behind by a
+	// failure below are only wasted storage, so they are logged, not fatal.
+	if err := s.deps.Blobs.DeleteModelFiles(cleanup, id); err != nil {
+		log.Error("model deleted but its objects remain", zap.Error(err))
 	}
-	s.requestLog(c).Info("model deleted", zap.String("model_id", id), zap.Int("checkpoints", len(deleted)))
+	log.Info("model deleted", zap.Int("checkpoints", len(deleted)), zap.Int("jobs", len(jobs)))
 	s.writeJSON(c, http.StatusOK, deleteModelResponse{ModelID: id, DeletedCheckpoints: len(deleted), DeletedRun: false})
+}
+
+// modelJobs returns every job of the account's model (none for a model
+// that is not the account's).
+func (s *Server) modelJobs(ctx context.Context, accountID, modelID string) ([]*trainyard.Job, error) {
+	if s.deps.Jobs == nil {
+		return nil, nil
+	}
+	var all []*trainyard.Job
+	opts := trainyard.ListOptions{Limit: trainyard.MaxPageLimit, Order: trainyard.OrderAsc}
+	for {
+		page, err := s.deps.Jobs.ListJobs(ctx, accountID, modelID, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs of model %s: %w", modelID, err)
+		}
+		all = append(all, page.Items...)
+		if !page.HasMore || len(page.Items) == 0 {
+			return all, nil
+		}
+		opts.After = page.Items[len(page.Items)-1].ID
+	}
 }
 
 // writeModelError answers a store error about model id, with one message

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"reflect"
@@ -94,6 +95,7 @@ func TestCreateModelValidation(t *testing.T) {
 	}{
 		{"empty object", `{}`, []string{`["body","project"] missing`, `["body","name"] missing`, `["body","base_model"] missing`}},
 		{"no body", ``, []string{`["body"] missing`}},
+		{"null body", `null`, []string{`["body"] missing`}},
 		{"a list", `[]`, []string{`["body"] model_attributes_type`}},
 		{"wrong types", `{"entity":5,"project":1,"name":null,"base_model":true,"return_existing":"maybe"}`,
 			[]string{`["body","entity"] string_type`, `["body","project"] string_type`, `["body","name"] string_type`,
@@ -217,4 +219,43 @@ func TestNonUUIDPathIDs(t *testing.T) {
 			t.Errorf("%s %s: errors = %v", c.method, c.path, errs)
 		}
 	}
+}
+
+func TestDeleteModelCancelsAndRemovesItsJobs(t *testing.T) {
+	t.Parallel()
+	fw := &fakeWorkflows{}
+	e := newEnv(t, func(_ *api.Config, deps *api.Deps) { deps.Workflows = fw })
+	fw.db = e.db
+	ctx := context.Background()
+	id := e.createModel("with-jobs")
+	other := e.createModel("bystander")
+	newJob := func(modelID string, status trainyard.JobStatus) string {
+		j, _, err := e.db.CreateJob(ctx, &trainyard.Job{AccountID: e.acct.ID, ModelID: modelID, Kind: trainyard.JobKindRL, Status: status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		input := []byte(`{"trajectory_groups":[]}`)
+		if err := e.blobs.PutJobInput(ctx, j.ID, "input.json", bytes.NewReader(input), int64(len(input))); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	running := newJob(id, trainyard.JobRunning)
+	done := newJob(id, trainyard.JobCompleted)
+	kept := newJob(other, trainyard.JobRunning)
+
+	mustStatus(t, e.call("DELETE", "/v1/preview/models/"+id, nil), http.StatusOK)
+	if !reflect.DeepEqual(fw.cancelled, []string{running}) {
+		t.Errorf("cancelled = %v, want only the running job %s", fw.cancelled, running)
+	}
+	for _, j := range []string{running, done} {
+		if _, err := e.db.GetJob(ctx, j); trainyard.ErrorCode(err) != trainyard.ENOTFOUND {
+			t.Errorf("job %s still stored: %v", j, err)
+		}
+	}
+	rc, err := e.blobs.GetJobInput(ctx, kept, "input.json")
+	if err != nil {
+		t.Fatalf("another model's job input was deleted: %v", err)
+	}
+	rc.Close()
 }
