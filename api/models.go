@@ -116,7 +116,7 @@ func (s *Server) createModel(c *gin.Context) {
 
 // deleteModel is DELETE /v1/preview/models/{model_id}: the model's running
 // jobs are asked to cancel, its rows go in one transaction (checkpoints,
-// logs, jobs and events by cascade), then its objects.
+// logs, jobs and events by cascade), then its objects and its jobs' inputs.
 func (s *Server) deleteModel(c *gin.Context) {
 	acct := accountOf(c)
 	var errs validate.Errors
@@ -152,6 +152,11 @@ func (s *Server) deleteModel(c *gin.Context) {
 	// failure below are only wasted storage, so they are logged, not fatal.
 	if err := s.deps.Blobs.DeleteModelFiles(cleanup, id); err != nil {
 		log.Error("model deleted but its objects remain", zap.Error(err))
+	}
+	for _, j := range jobs {
+		if err := s.deps.Blobs.DeleteJobFiles(cleanup, j.ID); err != nil {
+			log.Error("model deleted but a job's objects remain", zap.String("job_id", j.ID), zap.Error(err))
+		}
 	}
 	log.Info("model deleted", zap.Int("checkpoints", len(deleted)), zap.Int("jobs", len(jobs)))
 	s.writeJSON(c, http.StatusOK, deleteModelResponse{ModelID: id, DeletedCheckpoints: len(deleted), DeletedRun: false})

@@ -252,6 +252,9 @@ func TestDeleteModelCancelsAndRemovesItsJobs(t *testing.T) {
 		if _, err := e.db.GetJob(ctx, j); trainyard.ErrorCode(err) != trainyard.ENOTFOUND {
 			t.Errorf("job %s still stored: %v", j, err)
 		}
+		if _, err := e.blobs.GetJobInput(ctx, j, "input.json"); trainyard.ErrorCode(err) != trainyard.ENOTFOUND {
+			t.Errorf("input of job %s still stored: %v", j, err)
+		}
 	}
 	rc, err := e.blobs.GetJobInput(ctx, kept, "input.json")
 	if err != nil {
