@@ -33,6 +33,20 @@ func TestCancelRunningJob(t *testing.T) {
 	id := s.longSFT(model, 20, 10) // 200 steps: far longer than the test waits
 	s.waitEvents(id, 2, time.Minute)
 
+	// While it runs, the job answers with live progress from its workflow
+	// (the step count is stored just after each step's event).
+	var live map[string]any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if live = s.mustCall("GET", "/v1/preview/training-jobs/"+id, nil); live["current_step"].(float64) >= 1 {
+			break
+		}
+	}
+	if live["status"] != "RUNNING" || live["phase"] != "training" || live["total_steps"] != float64(200) ||
+		live["current_step"].(float64) < 1 || live["workflow_id"] != workflows.WorkflowID(id) || live["run_id"] == nil ||
+		live["started_at"] == nil || live["finished_at"] != nil {
+		t.Fatalf("running job = %v", live)
+	}
+
 	job := s.mustCall("POST", "/v1/preview/training-jobs/"+id+"/cancel", nil)
 	if job["id"] != id {
 		t.Fatalf("cancel answered %v", job)
