@@ -21,7 +21,7 @@ cleanup() {
 		bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4,4nr | head -1)"
 		bindir="${bindir:-$(dirname "$(readlink -f "$(command -v pg_ctl)")")}"
 		if [[ "$(id -u)" == 0 ]]; then
-			runuser -u postgres -- "$bindir/pg_ctl" -D "$data/postgres/data" -m immediate stop >/dev/null 2>&1 || true
+			(cd / && runuser -u postgres -- "$bindir/pg_ctl" -D "$data/postgres/data" -m immediate stop >/dev/null 2>&1) || true
 		else
 			"$bindir/pg_ctl" -D "$data/postgres/data" -m immediate stop >/dev/null 2>&1 || true
 		fi
@@ -71,7 +71,7 @@ psql "$want" -XqAc 'CREATE TABLE IF NOT EXISTS survives (x int); INSERT INTO sur
 bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4,4nr | head -1)"
 bindir="${bindir:-$(dirname "$(readlink -f "$(command -v pg_ctl)")")}"
 if [[ "$(id -u)" == 0 ]]; then stop=(runuser -u postgres --); else stop=(); fi
-"${stop[@]}" "$bindir/pg_ctl" -D "$data/postgres/data" -m fast stop >/dev/null
+(cd / && "${stop[@]}" "$bindir/pg_ctl" -D "$data/postgres/data" -m fast stop >/dev/null)
 url="$(fallback)"
 check "a stopped cluster is started again" psql "$url" -XtAc 'SELECT 1' -o /dev/null
 check "data survives the restart" test "$(psql "$url" -XtAc 'SELECT x FROM survives')" = 42

@@ -110,10 +110,11 @@ fi
 # run_pg CMD... runs a PostgreSQL tool as the postgres system user when we
 # are root (initdb and postgres refuse to run as root).
 # fd 9 (the lock) is closed for it: a server started by pg_ctl would
-# otherwise inherit it and hold the lock for its whole life.
+# otherwise inherit it and hold the lock for its whole life. It runs from /,
+# since the postgres user may not be allowed into the caller's directory.
 run_pg() {
 	if [[ "$(id -u)" == 0 ]]; then
-		runuser -u postgres -- "$@" 9>&-
+		(cd / && runuser -u postgres -- "$@" 9>&-)
 	else
 		"$@" 9>&-
 	fi
