@@ -18,8 +18,10 @@ import (
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/api"
+	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/internal/testutil/pgtest"
 	"github.com/trainyard/trainyard/internal/testutil/s3test"
+	"github.com/trainyard/trainyard/serving"
 	"github.com/trainyard/trainyard/storage/postgres"
 	"github.com/trainyard/trainyard/storage/s3"
 	"github.com/trainyard/trainyard/worker"
@@ -89,9 +91,12 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 
 // apiServer serves the API over the stack's stores with wf as Temporal.
 func (s *stack) apiServer(wf api.JobWorkflows) *httptest.Server {
+	chat := serving.New(serving.Config{BaseModels: []string{baseModel},
+		OpenBase: func(name string) (*engine.Base, error) { return sharedBases.Base(context.Background(), name) },
+	}, s.db, s.blobs, s.log)
 	srv := api.New(api.Config{BaseModels: []string{baseModel}}, api.Deps{
 		Accounts: s.db, Models: s.db, Logs: s.db, Jobs: s.db, Events: s.db, Blobs: s.blobs,
-		Workflows: wf, Files: s.blobs, Logger: s.log,
+		Workflows: wf, Files: s.blobs, Logger: s.log, Chat: chat,
 	})
 	hs := httptest.NewServer(srv.Handler())
 	s.t.Cleanup(hs.Close)
