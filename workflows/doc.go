@@ -12,12 +12,15 @@
 //	Train     gradient steps (one or more per activity), gradient_step each
 //	Complete  checkpoint row, then training_ended, then COMPLETED
 //
-// and on any failure or cancellation the Fail activity writes
-// training_failed and FAILED or CANCELLED, from a disconnected context so a
-// cancelled job is still closed. Long SFT jobs continue as new, carrying
-// their progress in SFTJobInput.Resume.
+// Prepare and Train run on ComputeTaskQueue(queue), which workers poll with
+// a small concurrency limit (training keeps every core busy), so the
+// bookkeeping activities on the job queue itself are never starved. On any
+// failure or cancellation the Fail activity writes training_failed and
+// FAILED or CANCELLED, from a disconnected context so a cancelled job is
+// still closed. Long SFT jobs continue as new, carrying their progress in
+// SFTJobInput.Resume.
 //
-// Client wraps a Temporal client with what the API needs: start, cancel,
-// progress and describe, plus Reconcile for jobs whose workflow closed
-// without closing them.
+// Client wraps a Temporal client with what the API needs: StartJob,
+// CancelJob, JobProgress and DescribeJob, plus ReconcileJob for jobs whose
+// workflow closed without closing them.
 package workflows
