@@ -51,7 +51,8 @@ func TinyChatConfig() model.Config {
 // DefaultOptions is the recipe of the committed tiny-chat weights.
 func DefaultOptions() Options {
 	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), BatchTokens: 4096, MaxSeqLen: 384,
-		Stages:    []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 250, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2, Mix: Mix{12, 26, 14, 10, 6, 4, 4, 24}}},
+		Stages: []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 250, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2, Mix: Mix{12, 26, 14, 10, 6, 4, 4, 24}},
+			{Steps: 350, WarmupSteps: 20, PeakLR: 1e-3, Seed: 3, Mix: Mix{0, 20, 30, 12, 4, 3, 3, 28}}},
 		SaveEvery: 50, FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
 }
 
