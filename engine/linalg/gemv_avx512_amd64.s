@@ -91,22 +91,50 @@ colsstore:
 	VEXTRACTF64X4 $1, z, Y8; \
 	VADDPS Y8, y, out
 
-// func gemvRows8AVX512(k int, x, b *float32, ldb int, out *float32)
+// ROWS8STEP accumulates one 16-wide step of k (lanes masked by kmask; merge-masking leaves the lanes past k
+// untouched) of x against the eight rows.
+#define ROWS8STEP(kmask) \
+	VMOVUPS.Z (SI)(AX*1), kmask, Z0; \
+	VFMADD231PS (R8)(AX*1), Z0, kmask, Z16; \
+	VFMADD231PS (R10)(AX*1), Z0, kmask, Z17; \
+	VFMADD231PS (R11)(AX*1), Z0, kmask, Z18; \
+	VFMADD231PS (R12)(AX*1), Z0, kmask, Z19; \
+	VFMADD231PS (R13)(AX*1), Z0, kmask, Z20; \
+	VFMADD231PS (R14)(AX*1), Z0, kmask, Z21; \
+	VFMADD231PS (R15)(AX*1), Z0, kmask, Z22; \
+	VFMADD231PS (BX)(AX*1), Z0, kmask, Z23
+
+// func gemvRows8AVX512(k int, x, b *float32, ldb int, out *float32, groups int)
 //
-// out[j] = Σ_p x[p]·B_j[p] for the 8 rows B_j = b + j*ldb floats (j < 8), each contiguous over p < k.
-TEXT ·gemvRows8AVX512(SB), NOSPLIT, $0-40
-	MOVQ k+0(FP), CX
+// out[j] = Σ_p x[p]·B_j[p] for the 8·groups rows B_j = b + j*ldb floats, each contiguous over p < k, eight rows
+// per pass over x.
+TEXT ·gemvRows8AVX512(SB), NOSPLIT, $0-48
 	MOVQ x+8(FP), SI
 	MOVQ b+16(FP), R8
 	MOVQ ldb+24(FP), DX
 	SHLQ $2, DX
-	LEAQ (R8)(DX*1), R9
-	LEAQ (R9)(DX*1), R10
+	MOVQ out+32(FP), DI
+	MOVL $0xffff, R9
+	KMOVW R9, K1 // full steps
+	MOVQ k+0(FP), CX
+	ANDQ $15, CX
+	MOVL $1, R9
+	SHLXQ CX, R9, R9
+	DECQ R9
+	KMOVW R9, K2 // the last, partial step
+	MOVQ groups+40(FP), R9
+	TESTQ R9, R9
+	JZ rowsdone
+
+rowsgroup:
+	LEAQ (R8)(DX*1), R10
 	LEAQ (R10)(DX*1), R11
 	LEAQ (R11)(DX*1), R12
 	LEAQ (R12)(DX*1), R13
 	LEAQ (R13)(DX*1), R14
 	LEAQ (R14)(DX*1), R15
+	LEAQ (R15)(DX*1), BX
+	MOVQ k+0(FP), CX
 	XORQ AX, AX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -116,23 +144,11 @@ TEXT ·gemvRows8AVX512(SB), NOSPLIT, $0-40
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
-	MOVL $0xffff, BX
-	KMOVW BX, K1
 
 rowsloop:
 	CMPQ CX, $16
 	JLT rowstail
-
-rowsstep:
-	VMOVUPS.Z (SI)(AX*1), K1, Z0
-	VFMADD231PS (R8)(AX*1), Z0, K1, Z16
-	VFMADD231PS (R9)(AX*1), Z0, K1, Z17
-	VFMADD231PS (R10)(AX*1), Z0, K1, Z18
-	VFMADD231PS (R11)(AX*1), Z0, K1, Z19
-	VFMADD231PS (R12)(AX*1), Z0, K1, Z20
-	VFMADD231PS (R13)(AX*1), Z0, K1, Z21
-	VFMADD231PS (R14)(AX*1), Z0, K1, Z22
-	VFMADD231PS (R15)(AX*1), Z0, K1, Z23
+	ROWS8STEP(K1)
 	ADDQ $64, AX
 	SUBQ $16, CX
 	JMP rowsloop
@@ -140,12 +156,7 @@ rowsstep:
 rowstail:
 	TESTQ CX, CX
 	JZ rowsreduce
-	MOVL $1, BX
-	SHLXQ CX, BX, BX
-	DECQ BX
-	KMOVW BX, K1 // merge-masked FMAs leave the lanes past k untouched
-	MOVQ $16, CX
-	JMP rowsstep
+	ROWS8STEP(K2)
 
 rowsreduce:
 	FOLD(Z16, Y16, Y0)
@@ -165,7 +176,12 @@ rowsreduce:
 	VPERM2F128 $0x20, Y4, Y0, Y1
 	VPERM2F128 $0x31, Y4, Y0, Y2
 	VADDPS Y2, Y1, Y1
-	MOVQ out+32(FP), DI
 	VMOVUPS Y1, (DI)
+	ADDQ $32, DI
+	LEAQ (BX)(DX*1), R8 // row 8 of this group is row 0 of the next
+	DECQ R9
+	JNZ rowsgroup
+
+rowsdone:
 	VZEROUPPER
 	RET

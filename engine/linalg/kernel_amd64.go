@@ -115,10 +115,10 @@ func small4x64NN(k int, a *[4]*float32, aStride int, b *float32, ldb int, c *[4]
 	cols int)
 
 //go:noescape
-func small4x4NT(k int, a, b *[4]*float32, c *float32, ldc int, alpha, beta float32)
+func small4xNT(k int, a *[4]*float32, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, groups int)
 
 //go:noescape
 func gemvCols64AVX512(k int, x, b *float32, ldb int, acc *float32, cols int)
 
 //go:noescape
-func gemvRows8AVX512(k int, x, b *float32, ldb int, out *float32)
+func gemvRows8AVX512(k int, x, b *float32, ldb int, out *float32, groups int)

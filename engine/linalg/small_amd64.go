@@ -9,7 +9,7 @@ func smallRowsAVX512(transA, transB bool, m, n, k int, alpha float32, a []float3
 	beta float32, c []float32, ldc int) {
 	workers, release := acquireWorkers(m, n, k)
 	defer release()
-	const chunk = 256 // columns per work unit: a multiple of both kernels' widths
+	const chunk = smallChunk
 	for i0 := 0; i0 < m; i0 += 4 {
 		rows := min(4, m-i0)
 		var ar [4][]float32 // op(A) rows: contiguous for the NT kernel, strided by lda when transA for NN
@@ -39,6 +39,9 @@ func smallRowsAVX512(transA, transB bool, m, n, k int, alpha float32, a []float3
 		}
 	}
 }
+
+// smallChunk is the number of columns of one work unit of the few-row path: a multiple of both kernels' widths.
+const smallChunk = 256
 
 var rowPool = sync.Pool{New: func() any { return new([]float32) }}
 
@@ -86,28 +89,34 @@ func smallNN(ar [4][]float32, transA bool, rows, j0, j1, k int, alpha float32, l
 }
 
 // smallNT computes columns [j0, j1) of up to four rows of C = alpha*A·Bᵀ + beta*C from contiguous rows of A
-// and of b, a 4×4 block of dot products per call.
+// and of b: the kernel takes four columns at a time, and the last j1-j0 mod 4 columns are single dot products.
 func smallNT(ar [4][]float32, rows, j0, j1, k int, alpha float32, b []float32, ldb int, beta float32,
 	c []float32, ldc int) {
 	var ap [4]*float32
 	for r := range ap {
 		ap[r] = &ar[r][:k][0]
 	}
-	var tile [16]float32
-	for j := j0; j < j1; j += 4 {
-		cols := min(4, j1-j)
-		var bp [4]*float32
-		for q := range bp {
-			jj := j + min(q, cols-1)
-			bp[q] = &b[jj*ldb : jj*ldb+k][0]
+	groups := (j1 - j0) / 4
+	if groups > 0 {
+		_ = b[(j0+4*groups-1)*ldb+k-1]
+		if rows == 4 {
+			_ = c[3*ldc+j0+4*groups-1]
+			small4xNT(k, &ap, &b[j0*ldb], ldb, &c[j0], ldc, alpha, beta, groups)
+		} else {
+			var tile [4 * smallChunk]float32
+			small4xNT(k, &ap, &b[j0*ldb], ldb, &tile[0], 4*groups, 1, 0, groups)
+			mergeTile(tile[:], 4*groups, rows, 4*groups, alpha, beta, c[j0:], ldc)
 		}
-		if rows == 4 && cols == 4 {
-			_ = c[3*ldc+j+3]
-			small4x4NT(k, &ap, &bp, &c[j], ldc, alpha, beta)
-			continue
+	}
+	for j := j0 + 4*groups; j < j1; j++ {
+		bj := b[j*ldb : j*ldb+k]
+		for r := 0; r < rows; r++ {
+			s := alpha * dot(ar[r][:k], bj)
+			if beta != 0 {
+				s += beta * c[r*ldc+j]
+			}
+			c[r*ldc+j] = s
 		}
-		small4x4NT(k, &ap, &bp, &tile[0], 4, 1, 0)
-		mergeTile(tile[:], 4, rows, cols, alpha, beta, c[j:], ldc)
 	}
 }
 
@@ -129,10 +138,13 @@ func rowsDotAVX512(out, mat []float32, ld, j0 int, x []float32) {
 		rowsDotGeneric(out, mat, ld, j0, x)
 		return
 	}
-	for j := 0; j < n; j += 8 {
-		j = min(j, n-8)
+	groups := n / 8
+	_ = mat[(j0+8*groups-1)*ld+k-1]
+	gemvRows8AVX512(k, &x[0], &mat[j0*ld], ld, &out[:8*groups][0], groups)
+	if n%8 != 0 {
+		j := n - 8
 		_ = mat[(j0+j+7)*ld+k-1]
-		gemvRows8AVX512(k, &x[0], &mat[(j0+j)*ld], ld, &out[j : j+8][0])
+		gemvRows8AVX512(k, &x[0], &mat[(j0+j)*ld], ld, &out[j : j+8][0], 1)
 	}
 }
 
