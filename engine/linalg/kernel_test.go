@@ -97,7 +97,7 @@ func TestGemv(t *testing.T) {
 func TestSgemmLarge(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, d := range [][3]int{{257, 130, 96}, {64, 768, 256}, {300, 65, 520}} {
+	for _, d := range [][3]int{{257, 130, 96}, {64, 768, 256}, {300, 65, 520}, {maxBlockRows + 5, 20, 7}} {
 		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
 			g := newGemmCase(rng, tr[0], tr[1], d[0], d[1], d[2], 1, 0.5, 1)
 			g.check(t, "Sgemm", Sgemm)
