@@ -22,21 +22,18 @@ type gemmBuffers struct {
 	b      []float32   // packed kc×nc block of op(B)
 	ablock []float32   // all packed panels of a transposed op(A) for one k block
 	a      [][]float32 // per worker: one packed mr×kc panel of op(A)
-	edge   [][]float32 // per worker: an mr×nr tile for partial tiles at the edges of C
-	kernel *microKernel
 }
 
 var bufPool sync.Pool
 
 func getBuffers(kern *microKernel, workers, kc, nc int) *gemmBuffers {
 	g, _ := bufPool.Get().(*gemmBuffers)
-	if g == nil || g.kernel != kern {
-		g = &gemmBuffers{kernel: kern}
+	if g == nil {
+		g = new(gemmBuffers)
 	}
 	g.b = grow(g.b, kc*roundUp(nc, kern.nr))
 	for len(g.a) < workers {
 		g.a = append(g.a, nil)
-		g.edge = append(g.edge, make([]float32, kern.mr*kern.nr))
 	}
 	for w := range workers {
 		g.a[w] = grow(g.a[w], kern.mr*kc)
@@ -134,14 +131,7 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
 					jj := j0 + jp*nr
 					cols := min(nr, n-jj)
-					bpp := bp[jp*kcur*nr:]
-					if rows == mr && cols == nr {
-						kern.tile(kcur, ap, bpp, c[i0*ldc+jj:], ldc, alpha, bcur)
-						continue
-					}
-					edge := buf.edge[w]
-					kern.tile(kcur, ap, bpp, edge, nr, 1, 0)
-					mergeTile(edge, nr, rows, cols, alpha, bcur, c[i0*ldc+jj:], ldc)
+					kern.tile(kcur, ap, bp[jp*kcur*nr:], c[i0*ldc+jj:], ldc, alpha, bcur, rows, cols)
 				}
 			})
 		}

@@ -5,9 +5,10 @@ package linalg
 type microKernel struct {
 	name   string
 	mr, nr int
-	// tile computes C = alpha*Ap·Bp + beta*C for one full mr×nr tile whose top-left element is c[0]; beta == 0
-	// overwrites C without reading it. ap holds kc groups of mr values, bp kc groups of nr values.
-	tile func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32)
+	// tile computes C = alpha*Ap·Bp + beta*C for the top-left rows×cols (1 ≤ rows ≤ mr, 1 ≤ cols ≤ nr) of one
+	// mr×nr tile whose top-left element is c[0]; beta == 0 overwrites C without reading it. ap holds kc
+	// groups of mr values, bp kc groups of nr values (padded with zeros past rows and cols).
+	tile func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int)
 	// packA, when set, replaces the generic packA for this kernel's mr (the arguments are packA's but mr).
 	packA func(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int)
 	// packATBlock, when set, packs k-steps [pa, pb) of all rows×kc panels of op(A) = Aᵀ starting at
@@ -22,7 +23,14 @@ type microKernel struct {
 // A panel instead of spilling.
 var genericKernel = &microKernel{name: "generic", mr: 4, nr: 4, tile: tile4x4}
 
-func tile4x4(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
+func tile4x4(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
+	if rows < 4 || cols < 4 {
+		var t [16]float32
+		half4x2(kc, ap, bp, 0, t[:], 4, 1, 0)
+		half4x2(kc, ap, bp, 2, t[2:], 4, 1, 0)
+		mergeTile(t[:], 4, rows, cols, alpha, beta, c, ldc)
+		return
+	}
 	half4x2(kc, ap, bp, 0, c, ldc, alpha, beta)
 	half4x2(kc, ap, bp, 2, c[2:], ldc, alpha, beta)
 }

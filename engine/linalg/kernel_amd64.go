@@ -6,13 +6,13 @@ import "golang.org/x/sys/cpu"
 // panels of kc·mr and kc·nr values and a C tile that lies wholly inside c.
 
 //go:noescape
-func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, rows, cols int)
 
 //go:noescape
 func packABlockTAVX512(dst, src *float32, steps, rows, lda, kc int)
 
 //go:noescape
-func tile14x16AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+func tile14x16AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, rows, cols int)
 
 //go:noescape
 func packA14AVX512(dst, src *float32, kc, rows, lda int, trans bool)
@@ -29,9 +29,9 @@ const maxGatherStride = (1<<31 - 1) / 16
 
 // avx512Kernel needs AVX-512F and VL; 14×32 fills 28 of the 32 zmm registers with accumulators.
 var avx512Kernel = &microKernel{name: "avx512", mr: 14, nr: 32,
-	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
-		_, _, _ = ap[14*kc-1], bp[32*kc-1], c[13*ldc+31]
-		tile14x32AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
+		_, _, _ = ap[14*kc-1], bp[32*kc-1], c[(rows-1)*ldc+cols-1]
+		tile14x32AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta, rows, cols)
 	},
 	packA:       packA14,
 	packATBlock: packATBlock14,
@@ -75,15 +75,22 @@ func packA14(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
 // avx512NarrowKernel takes over from avx512Kernel when n ≤ 16 (LoRA factors), where half of a 32-wide tile
 // would be padding and every tile an edge tile.
 var avx512NarrowKernel = &microKernel{name: "avx512-narrow", mr: 14, nr: 16, packA: packA14, packATBlock: packATBlock14,
-	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
-		_, _, _ = ap[14*kc-1], bp[16*kc-1], c[13*ldc+15]
-		tile14x16AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
+		_, _, _ = ap[14*kc-1], bp[16*kc-1], c[(rows-1)*ldc+cols-1]
+		tile14x16AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta, rows, cols)
 	}}
 
 // avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.
 var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
-	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32) {
-		_, _, _ = ap[6*kc-1], bp[16*kc-1], c[5*ldc+15]
+	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
+		_, _ = ap[6*kc-1], bp[16*kc-1]
+		if rows < 6 || cols < 16 {
+			var t [6 * 16]float32
+			tile6x16AVX2(kc, &ap[0], &bp[0], &t[0], 16, 1, 0)
+			mergeTile(t[:], 16, rows, cols, alpha, beta, c, ldc)
+			return
+		}
+		_ = c[5*ldc+15]
 		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	}}
 

@@ -29,26 +29,36 @@
 	ROW(ao+48, Z2, Z28, Z29); \
 	ROW(ao+52, Z3, Z30, Z31)
 
-// OVERWRITE stores alpha*acc (alpha in Z0) to one row of C at DI and moves DI to the next row.
+// OVERWRITE stores alpha*acc (alpha in Z0) to the columns of one row of C at DI selected by K1 and K2, moves DI
+// to the next row and stops after the last row (R8 counts them down).
 #define OVERWRITE(lo, hi) \
 	VMULPS Z0, lo, lo; \
 	VMULPS Z0, hi, hi; \
-	VMOVUPS lo, (DI); \
-	VMOVUPS hi, 64(DI); \
-	ADDQ SI, DI
+	VMOVUPS lo, K1, (DI); \
+	VMOVUPS hi, K2, 64(DI); \
+	ADDQ SI, DI; \
+	DECQ R8; \
+	JZ done
 
-// UPDATE stores alpha*acc + beta*C (alpha in Z0, beta in Z1) to one row of C at DI and moves DI on.
+// UPDATE is OVERWRITE for alpha*acc + beta*C (beta in Z1).
 #define UPDATE(lo, hi) \
 	VMULPS Z0, lo, lo; \
 	VMULPS Z0, hi, hi; \
-	VFMADD231PS (DI), Z1, lo; \
-	VFMADD231PS 64(DI), Z1, hi; \
-	VMOVUPS lo, (DI); \
-	VMOVUPS hi, 64(DI); \
-	ADDQ SI, DI
+	VMOVUPS.Z (DI), K1, Z2; \
+	VFMADD231PS Z2, Z1, lo; \
+	VMOVUPS.Z 64(DI), K2, Z3; \
+	VFMADD231PS Z3, Z1, hi; \
+	VMOVUPS lo, K1, (DI); \
+	VMOVUPS hi, K2, 64(DI); \
+	ADDQ SI, DI; \
+	DECQ R8; \
+	JZ done
 
-// func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·tile14x32AVX512(SB), NOSPLIT, $0-48
+// func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, rows, cols int)
+//
+// Only the first rows (1..14) rows and cols (1..32) columns of the tile are read and written, so edge tiles
+// need no scratch copy.
+TEXT ·tile14x32AVX512(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -121,6 +131,23 @@ loop1:
 	JNZ loop1
 
 store:
+	MOVQ cols+56(FP), R9
+	MOVQ R9, R10
+	CMPQ R10, $16
+	JLE 2(PC)
+	MOVQ $16, R10
+	MOVL $1, R11
+	SHLXQ R10, R11, R11
+	DECQ R11
+	KMOVW R11, K1 // the columns of the lower 16 that exist
+	SUBQ $16, R9
+	JGE 2(PC)
+	XORQ R9, R9
+	MOVL $1, R11
+	SHLXQ R9, R11, R11
+	DECQ R11
+	KMOVW R11, K2 // and of the upper 16
+	MOVQ rows+48(FP), R8
 	VBROADCASTSS alpha+40(FP), Z0
 	MOVL beta+44(FP), DX
 	SHLL $1, DX // drop the sign bit: -0 counts as zero too
@@ -141,8 +168,6 @@ store:
 	UPDATE(Z26, Z27)
 	UPDATE(Z28, Z29)
 	UPDATE(Z30, Z31)
-	VZEROUPPER
-	RET
 
 overwrite:
 	OVERWRITE(Z4, Z5)
@@ -159,5 +184,7 @@ overwrite:
 	OVERWRITE(Z26, Z27)
 	OVERWRITE(Z28, Z29)
 	OVERWRITE(Z30, Z31)
+
+done:
 	VZEROUPPER
 	RET

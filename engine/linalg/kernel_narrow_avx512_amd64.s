@@ -25,19 +25,28 @@
 	ROW(ao+48, Z2, Z16); \
 	ROW(ao+52, Z3, Z17)
 
+// OVERWRITE stores alpha*acc to the columns K1 selects of one row of C at DI, moves DI to the next row and
+// stops after the last row (R8 counts them down); UPDATE does the same for alpha*acc + beta*C.
 #define OVERWRITE(acc) \
 	VMULPS Z0, acc, acc; \
-	VMOVUPS acc, (DI); \
-	ADDQ SI, DI
+	VMOVUPS acc, K1, (DI); \
+	ADDQ SI, DI; \
+	DECQ R8; \
+	JZ done
 
 #define UPDATE(acc) \
 	VMULPS Z0, acc, acc; \
-	VFMADD231PS (DI), Z1, acc; \
-	VMOVUPS acc, (DI); \
-	ADDQ SI, DI
+	VMOVUPS.Z (DI), K1, Z2; \
+	VFMADD231PS Z2, Z1, acc; \
+	VMOVUPS acc, K1, (DI); \
+	ADDQ SI, DI; \
+	DECQ R8; \
+	JZ done
 
-// func tile14x16AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·tile14x16AVX512(SB), NOSPLIT, $0-48
+// func tile14x16AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, rows, cols int)
+//
+// Only the first rows (1..14) rows and cols (1..16) columns of the tile are read and written.
+TEXT ·tile14x16AVX512(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -84,6 +93,12 @@ loop1:
 	JNZ loop1
 
 store:
+	MOVQ cols+56(FP), R9
+	MOVL $1, R11
+	SHLXQ R9, R11, R11
+	DECQ R11
+	KMOVW R11, K1 // the columns that exist
+	MOVQ rows+48(FP), R8
 	VBROADCASTSS alpha+40(FP), Z0
 	MOVL beta+44(FP), DX
 	SHLL $1, DX // drop the sign bit: -0 counts as zero too
@@ -103,8 +118,6 @@ store:
 	UPDATE(Z15)
 	UPDATE(Z16)
 	UPDATE(Z17)
-	VZEROUPPER
-	RET
 
 overwrite:
 	OVERWRITE(Z4)
@@ -121,5 +134,7 @@ overwrite:
 	OVERWRITE(Z15)
 	OVERWRITE(Z16)
 	OVERWRITE(Z17)
+
+done:
 	VZEROUPPER
 	RET
