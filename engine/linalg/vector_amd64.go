@@ -20,6 +20,12 @@ func sigmoidAVX2(dst, src *float32, n int)
 //go:noescape
 func maxAVX2(x *float32, n int) float32
 
+//go:noescape
+func expSumAVX512(dst, src *float32, n int, shift float32) float32
+
+//go:noescape
+func sigmoidAVX512(dst, src *float32, n int)
+
 // useSIMDVectors switches the vector primitives to their AVX2+FMA versions when the CPU has them. The
 // wrappers check nothing: the exported functions have already matched the lengths.
 func useSIMDVectors() {
@@ -61,4 +67,20 @@ func useSIMDVectors() {
 		sigmoidAVX2(&dst[0], &x[0], len(x))
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
+		expSum = func(dst, src []float32, shift float32) float32 {
+			if len(src) == 0 {
+				return 0
+			}
+			_ = dst[len(src)-1]
+			return expSumAVX512(&dst[0], &src[0], len(src), shift)
+		}
+		sigmoid = func(dst, x []float32) {
+			if len(x) == 0 {
+				return
+			}
+			_ = dst[len(x)-1]
+			sigmoidAVX512(&dst[0], &x[0], len(x))
+		}
+	}
 }
