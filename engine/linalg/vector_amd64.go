@@ -26,8 +26,9 @@ func expSumAVX512(dst, src *float32, n int, shift float32) float32
 //go:noescape
 func sigmoidAVX512(dst, src *float32, n int)
 
-// useSIMDVectors switches the vector primitives to their AVX2+FMA versions when the CPU has them. The
-// wrappers check nothing: the exported functions have already matched the lengths.
+// useSIMDVectors switches the vector primitives to their AVX2+FMA versions (AVX-512 for the exp-based ones)
+// when the CPU has them. The wrappers only touch the last element the assembly will use, so a too-short slice
+// panics in Go instead of being overrun; the exported functions have already matched the lengths.
 func useSIMDVectors() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		return
@@ -67,7 +68,7 @@ func useSIMDVectors() {
 		sigmoidAVX2(&dst[0], &x[0], len(x))
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
-	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
+	if hasAVX512() {
 		expSum = func(dst, src []float32, shift float32) float32 {
 			if len(src) == 0 {
 				return 0
