@@ -1,12 +1,13 @@
-// Command rl-toy teaches trainyard's built-in tiny-chat model single-digit
-// arithmetic with reinforcement learning, through the public HTTP API only
+// Command rl-toy improves trainyard's built-in tiny-chat model with
+// reinforcement learning on a task with a programmatic reward (single-digit
+// arithmetic, or replying in exactly three words), through the public HTTP API only
 // (plain net/http and JSON, nothing of trainyard imported), in the order
 // the ART client uses:
 //
 //  1. POST /v1/preview/models (return_existing) registers the model;
 //  2. each step: GET .../checkpoints?limit=1&order=desc finds the newest
 //     checkpoint; /v1/chat/completions samples a group of answers per
-//     question from it; a program scores them (1 = the right number);
+//     question from it; a program scores them (1 = the right answer);
 //     POST .../log stores the held-out (val) groups; POST
 //     /v1/preview/training-jobs trains one step on the train groups; GET
 //     .../events?after=... follows the job until it ends.
@@ -40,7 +41,7 @@ type options struct {
 	steps, groupSize    int
 	prompts, valPrompts int
 	learningRate, temp  float64
-	ops                 string
+	task, ops           string
 	seed                int64
 	concurrency         int
 	summaryPath         string
@@ -55,13 +56,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.project, "project", "examples", "project of the model")
 	fs.StringVar(&o.name, "name", "rl-toy", "model name; running again with the same name resumes from its newest checkpoint")
 	fs.StringVar(&o.base, "base-model", "trainyard/tiny-chat", "base model")
-	fs.IntVar(&o.steps, "steps", 8, "training steps (one RL job each)")
+	fs.IntVar(&o.steps, "steps", 10, "training steps (one RL job each)")
 	fs.IntVar(&o.groupSize, "group-size", 8, "completions sampled per question (the group)")
 	fs.IntVar(&o.prompts, "prompts", 16, "training questions per step")
-	fs.IntVar(&o.valPrompts, "val-prompts", 24, "held-out questions the reward is measured on")
-	fs.Float64Var(&o.learningRate, "learning-rate", 2e-3, "learning rate of each RL job")
+	fs.IntVar(&o.valPrompts, "val-prompts", 16, "held-out questions the reward is measured on")
+	fs.Float64Var(&o.learningRate, "learning-rate", 3e-3, "learning rate of each RL job")
 	fs.Float64Var(&o.temp, "temperature", 1, "sampling temperature")
-	fs.StringVar(&o.ops, "ops", "+-", "operators of the questions (+, - and *)")
+	fs.StringVar(&o.task, "task", "three-words", "three-words or arithmetic")
+	fs.StringVar(&o.ops, "ops", "+-", "operators of the arithmetic questions (+, - and *)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the question split and of sampling")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "chat requests in flight")
 	fs.StringVar(&o.summaryPath, "summary", "", "also write the reward curve as JSON to this file")
@@ -115,11 +117,7 @@ func main() {
 
 func run(ctx context.Context, o options, out io.Writer) error {
 	started := time.Now()
-	all, err := problems(o.ops)
-	if err != nil {
-		return err
-	}
-	trainPool, val, err := splitProblems(all, o.valPrompts, o.seed)
+	tk, err := newTask(o.task, o.ops, o.valPrompts, o.seed)
 	if err != nil {
 		return err
 	}
@@ -130,8 +128,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	artifact := fmt.Sprintf("wandb-artifact:///%s/%s/%s", m.Entity, m.Project, m.Name)
 	fmt.Fprintf(out, "model %s (id %s) on %s\n", artifact, m.ID, m.BaseModel)
-	fmt.Fprintf(out, "task: single-digit %q arithmetic, reward 1 for the exact answer; %d training facts, %d held out\n",
-		o.ops, len(trainPool), len(val))
+	fmt.Fprintf(out, "task %s: %s; %d training questions, %d held out\n", tk.Name, tk.About, len(tk.train), len(tk.val))
 	fmt.Fprintf(out, "each step: %d questions x %d samples, learning rate %g, temperature %g\n\n",
 		o.prompts, o.groupSize, o.learningRate, o.temp)
 
@@ -149,11 +146,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}
 		}
 		s := sampling{Model: fmt.Sprintf("%s:step%d", artifact, step), N: o.groupSize, Temperature: o.temp,
-			MaxTokens: 8, Concurrency: o.concurrency}
+			MaxTokens: tk.MaxTokens, Concurrency: o.concurrency}
 		// The held-out groups use the same seeds every step, so the curve
 		// changes only because the model does.
 		t0 := time.Now()
-		valGroups, valReward, err := c.rollout(ctx, s, val, o.seed*1_000_000)
+		valGroups, valReward, err := c.rollout(ctx, s, tk.val, o.seed*1_000_000)
 		if err != nil {
 			return fmt.Errorf("sample the held-out questions: %w", err)
 		}
@@ -165,7 +162,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			fmt.Fprintf(out, "step %3d  val reward %.3f  (%.1fs)\n", step, valReward, time.Since(t0).Seconds())
 			break
 		}
-		trainGroups, trainReward, err := c.rollout(ctx, s, drawTrain(rng, trainPool, o.prompts), o.seed*1_000_000+int64(step+1)*1000)
+		trainGroups, trainReward, err := c.rollout(ctx, s, tk.drawTrain(rng, o.prompts), o.seed*1_000_000+int64(step+1)*1000)
 		if err != nil {
 			return fmt.Errorf("sample the training questions: %w", err)
 		}

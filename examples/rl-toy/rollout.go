@@ -68,7 +68,7 @@ func (c *client) rollout(ctx context.Context, s sampling, probs []problem, seed 
 
 // sampleGroup samples and scores one question's group.
 func (c *client) sampleGroup(ctx context.Context, s sampling, p problem, seed int64) (trajectoryGroup, error) {
-	user := map[string]any{"role": "user", "content": p.question()}
+	user := map[string]any{"role": "user", "content": p.Question}
 	req := map[string]any{
 		"model":       s.Model,
 		"messages":    []any{user},
@@ -103,7 +103,7 @@ func (c *client) sampleGroup(ctx context.Context, s sampling, p problem, seed in
 			MessagesAndChoices: []json.RawMessage{userJSON, raw},
 			Reward:             r,
 			Metrics:            map[string]float64{"correct": r},
-			Metadata:           map[string]any{"question": p.question(), "answer": p.answer(), "reply": choice.Message.Content},
+			Metadata:           map[string]any{"question": p.Question, "want": p.Want, "reply": choice.Message.Content},
 		})
 	}
 	return g, nil

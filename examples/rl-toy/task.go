@@ -7,53 +7,90 @@ import (
 	"strings"
 )
 
-// problem is a single-digit arithmetic question: tiny-chat answers these
-// right only part of the time, so a reward that checks the answer has room
-// to rise.
+// problem is one question and the check of a reply: the reward is 1 when
+// the check passes, 0 otherwise.
 type problem struct {
-	A, B int
-	Op   byte // '+', '-' or '*'
-	Form int  // which phrasing
+	Question string
+	Want     string // the expected answer or property, for the logs
+	check    func(reply string) bool
 }
 
-// phrasings per operator, as the base model saw them in pretraining.
-var phrasings = map[byte][]string{
-	'+': {"What is %d+%d?", "What is %d + %d?", "Compute %d+%d."},
-	'-': {"What is %d-%d?", "What is %d - %d?", "Compute %d-%d."},
-	'*': {"What is %d*%d?", "What is %d times %d?", "Compute %d*%d."},
-}
-
-func (p problem) question() string {
-	forms := phrasings[p.Op]
-	return fmt.Sprintf(forms[p.Form%len(forms)], p.A, p.B)
-}
-
-func (p problem) answer() int {
-	switch p.Op {
-	case '+':
-		return p.A + p.B
-	case '-':
-		return p.A - p.B
-	}
-	return p.A * p.B
-}
-
-// reward is 1 for the exact answer (surrounding spaces allowed), 0 for
-// anything else.
 func (p problem) reward(reply string) float64 {
-	if strings.TrimSpace(reply) == strconv.Itoa(p.answer()) {
+	if p.check(reply) {
 		return 1
 	}
 	return 0
 }
 
-// problems lists every fact of the given operators: a, b in 0..9 (a ≥ b
-// for subtraction, so answers are never negative), in the first phrasing.
-func problems(ops string) ([]problem, error) {
-	var out []problem
+// task is a family of questions split into the facts (or topics) trained
+// on and the ones held out: no held-out question is ever trained on, in
+// any phrasing, so the reward measured on them is honest.
+type task struct {
+	Name      string
+	About     string
+	MaxTokens int
+	// train draws a question from the training pool.
+	train []func(r *rand.Rand) problem
+	val   []problem
+}
+
+// drawTrain picks n training questions, without repetition while the pool
+// lasts.
+func (t *task) drawTrain(r *rand.Rand, n int) []problem {
+	out := make([]problem, n)
+	perm := r.Perm(len(t.train))
+	for i := range out {
+		out[i] = t.train[perm[i%len(perm)]](r)
+	}
+	return out
+}
+
+// newTask builds the named task with nVal held-out questions, split by seed.
+func newTask(name, ops string, nVal int, seed int64) (*task, error) {
+	var makers []func(form int) problem
+	var t task
+	switch name {
+	case "arithmetic":
+		var err error
+		if makers, err = arithmetic(ops); err != nil {
+			return nil, err
+		}
+		t = task{Name: name, MaxTokens: 8,
+			About: fmt.Sprintf("single-digit %q arithmetic, reward 1 for the exact answer", ops)}
+	case "three-words":
+		makers = threeWords()
+		t = task{Name: name, MaxTokens: 48,
+			About: "describe a thing in exactly three words, reward 1 for a three-word reply"}
+	default:
+		return nil, fmt.Errorf("unknown -task %q (arithmetic or three-words)", name)
+	}
+	if nVal < 1 || nVal >= len(makers) {
+		return nil, fmt.Errorf("-val-prompts must be between 1 and %d for %s", len(makers)-1, name)
+	}
+	rand.New(rand.NewSource(seed)).Shuffle(len(makers), func(i, j int) { makers[i], makers[j] = makers[j], makers[i] })
+	for i, m := range makers[:nVal] {
+		t.val = append(t.val, m(i)) // the phrasings take turns
+	}
+	for _, m := range makers[nVal:] {
+		t.train = append(t.train, func(r *rand.Rand) problem { return m(r.Intn(1 << 16)) })
+	}
+	return &t, nil
+}
+
+// arithmetic: every fact a op b with a, b in 0..9 (a ≥ b for subtraction,
+// so answers are never negative), asked in the phrasings the base model
+// saw in pretraining.
+func arithmetic(ops string) ([]func(form int) problem, error) {
+	phrasings := map[byte][]string{
+		'+': {"What is %d+%d?", "What is %d + %d?", "Compute %d+%d."},
+		'-': {"What is %d-%d?", "What is %d - %d?", "Compute %d-%d."},
+		'*': {"What is %d*%d?", "What is %d times %d?", "Compute %d*%d."},
+	}
+	var out []func(int) problem
 	for i := 0; i < len(ops); i++ {
 		op := ops[i]
-		if _, ok := phrasings[op]; !ok {
+		forms, ok := phrasings[op]
+		if !ok {
 			return nil, fmt.Errorf("unknown operator %q in -ops (use + - *)", op)
 		}
 		for a := 0; a <= 9; a++ {
@@ -61,7 +98,11 @@ func problems(ops string) ([]problem, error) {
 				if op == '-' && a < b {
 					continue
 				}
-				out = append(out, problem{A: a, B: b, Op: op})
+				want := strconv.Itoa(map[byte]int{'+': a + b, '-': a - b, '*': a * b}[op])
+				out = append(out, func(form int) problem {
+					return problem{Question: fmt.Sprintf(forms[form%len(forms)], a, b), Want: want,
+						check: func(reply string) bool { return strings.TrimSpace(reply) == want }}
+				})
 			}
 		}
 	}
@@ -71,32 +112,22 @@ func problems(ops string) ([]problem, error) {
 	return out, nil
 }
 
-// splitProblems shuffles the facts with seed and holds out the first nVal
-// as the validation set, each in one of the phrasings. No validation fact
-// is ever trained on, in any phrasing, so the reward measured on it is
-// honest: it rises only if the model gets better at arithmetic it was not
-// rewarded for.
-func splitProblems(all []problem, nVal int, seed int64) (train, val []problem, err error) {
-	if nVal < 1 || nVal >= len(all) {
-		return nil, nil, fmt.Errorf("-val-prompts must be between 1 and %d", len(all)-1)
-	}
-	shuffled := append([]problem(nil), all...)
-	rand.New(rand.NewSource(seed)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	val = shuffled[:nVal]
-	for i := range val {
-		val[i].Form = i
-	}
-	return shuffled[nVal:], val, nil
-}
+// things are the topics of three-words.
+var things = []string{"dog", "city", "ocean", "winter", "garden", "river", "robot", "forest", "school", "music",
+	"morning", "coffee", "mountain", "library", "summer", "cat", "train", "bridge", "storm", "island", "kitchen",
+	"market", "desert", "castle", "village", "airport", "bicycle", "candle", "cloud", "lake", "night", "beach",
+	"bakery", "piano", "rabbit", "station", "harbor", "meadow", "tower", "festival"}
 
-// drawTrain picks n training questions (facts without repetition while
-// there are enough, each in a random phrasing).
-func drawTrain(r *rand.Rand, pool []problem, n int) []problem {
-	out := make([]problem, n)
-	perm := r.Perm(len(pool))
-	for i := range out {
-		out[i] = pool[perm[i%len(perm)]]
-		out[i].Form = r.Intn(len(phrasings[out[i].Op]))
+// threeWords: "Reply with exactly three words: describe a dog." The reply
+// passes when it has exactly three words.
+func threeWords() []func(form int) problem {
+	forms := []string{"Reply with exactly three words: describe a %s.", "Describe a %s in exactly three words."}
+	out := make([]func(int) problem, len(things))
+	for i, thing := range things {
+		out[i] = func(form int) problem {
+			return problem{Question: fmt.Sprintf(forms[form%len(forms)], thing), Want: "three words",
+				check: func(reply string) bool { return len(strings.Fields(reply)) == 3 }}
+		}
 	}
 	return out
 }
