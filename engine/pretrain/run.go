@@ -52,7 +52,8 @@ func TinyChatConfig() model.Config {
 func DefaultOptions() Options {
 	return Options{OutDir: "engine/zoo/tinychat", Config: TinyChatConfig(), BatchTokens: 4096, MaxSeqLen: 384,
 		Stages: []Stage{{Steps: 500, WarmupSteps: 30, PeakLR: 2e-3, Seed: 1}, {Steps: 250, WarmupSteps: 20, PeakLR: 1e-3, Seed: 2, Mix: Mix{12, 26, 14, 10, 6, 4, 4, 24}},
-			{Steps: 350, WarmupSteps: 20, PeakLR: 1e-3, Seed: 3, Mix: Mix{0, 20, 30, 12, 4, 3, 3, 28}}},
+			{Steps: 350, WarmupSteps: 20, PeakLR: 1e-3, Seed: 3, Mix: Mix{0, 20, 30, 12, 4, 3, 3, 28}},
+			{Steps: 400, WarmupSteps: 20, PeakLR: 1e-3, Seed: 4, Mix: Mix{0, 15, 15, 10, 0, 2, 3, 55}}},
 		SaveEvery: 50, FortuneDir: "/usr/share/games/fortunes", Log: os.Stderr}
 }
 
