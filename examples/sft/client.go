@@ -154,8 +154,7 @@ func (c *client) registerModel(ctx context.Context, project, name, base string) 
 func (c *client) newestStep(ctx context.Context, modelID string) (int, error) {
 	var page struct {
 		Data []struct {
-			Step    int                `json:"step"`
-			Metrics map[string]float64 `json:"metrics"`
+			Step int `json:"step"`
 		} `json:"data"`
 	}
 	path := "/preview/models/" + url.PathEscape(modelID) + "/checkpoints?limit=1&order=desc"
@@ -170,12 +169,10 @@ func (c *client) newestStep(ctx context.Context, modelID string) (int, error) {
 
 // job is GET /v1/preview/training-jobs/{id}: status and progress.
 type job struct {
-	ID          string             `json:"id"`
-	Status      string             `json:"status"`
-	CurrentStep int                `json:"current_step"`
-	TotalSteps  int                `json:"total_steps"`
-	Metrics     map[string]float64 `json:"metrics"`
-	Error       *string            `json:"error"`
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	CurrentStep int    `json:"current_step"`
+	TotalSteps  int    `json:"total_steps"`
 }
 
 func (c *client) getJob(ctx context.Context, id string) (*job, error) {

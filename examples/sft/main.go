@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.name, "name", "sft-facts", "model name (training again with the same name continues from its newest checkpoint)")
 	fs.StringVar(&o.base, "base-model", "trainyard/tiny-chat", "base model")
 	fs.StringVar(&o.dataPath, "data", "", "JSONL training data (default: the data.jsonl shipped with this example)")
-	fs.IntVar(&o.epochs, "epochs", 12, "passes over the data")
+	fs.IntVar(&o.epochs, "epochs", 16, "passes over the data")
 	fs.IntVar(&o.batchSize, "batch-size", 10, "conversations per gradient step")
 	fs.Float64Var(&o.learningRate, "learning-rate", 3e-3, "learning rate")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the shuffling of the data")
