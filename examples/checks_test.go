@@ -131,6 +131,9 @@ func exerciseRest(t *testing.T, api *apiClient, svc *service, rl rlSummary) {
 	}
 	code, page = api.call("GET", ckpts+"?order=asc&limit=2&after="+page["last_id"].(string), nil, true)
 	rest, _ := page["data"].([]any)
+	if code != 200 || page["has_more"] != false {
+		t.Errorf("second page of checkpoints = %d %v; want the last one", code, page)
+	}
 	all := append(first, rest...)
 	for i, c := range all {
 		c := c.(map[string]any)
@@ -139,11 +142,11 @@ func exerciseRest(t *testing.T, api *apiClient, svc *service, rl rlSummary) {
 			t.Errorf("checkpoint %d = %v; want step %d with the val/reward rl-toy logged", i, c, i+1)
 		}
 	}
-	if len(all) != 3 {
-		t.Errorf("%d checkpoints over two pages, want 3", len(all))
+	if len(all) != 4 {
+		t.Errorf("%d checkpoints over two pages, want 4", len(all))
 	}
 
-	chat := map[string]any{"model": rl.Model + ":step3", "messages": []any{map[string]any{"role": "user", "content": "What is 4+3?"}},
+	chat := map[string]any{"model": rl.Model + ":step4", "messages": []any{map[string]any{"role": "user", "content": "What is 4+3?"}},
 		"n": 2, "temperature": 1, "max_tokens": 4, "seed": 1}
 	code, comp := api.call("POST", "/chat/completions/", chat, true)
 	choices, _ := comp["choices"].([]any)
@@ -181,7 +184,7 @@ func exerciseRest(t *testing.T, api *apiClient, svc *service, rl rlSummary) {
 		t.Errorf("delete checkpoints 1 and 99 = %d %v", code, del)
 	}
 	code, gone := api.call("DELETE", "/preview/models/"+rl.ModelID, nil, true)
-	if code != 200 || gone["deleted_checkpoints"] != 2.0 {
-		t.Errorf("delete the RL model = %d %v; want its 2 remaining checkpoints deleted", code, gone)
+	if code != 200 || gone["deleted_checkpoints"] != 3.0 {
+		t.Errorf("delete the RL model = %d %v; want its 3 remaining checkpoints deleted", code, gone)
 	}
 }

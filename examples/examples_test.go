@@ -94,23 +94,25 @@ func runExample(t *testing.T, bin, name string, api *apiClient, summary any, arg
 	return string(out)
 }
 
-// runRL runs three RL steps and checks the held-out reward rises.
+// runRL runs four RL steps with the example's default hyperparameters and
+// checks the held-out reward rises.
 func runRL(t *testing.T, bin string, api *apiClient) rlSummary {
 	var s rlSummary
-	out := runExample(t, bin, "rl-toy", api, &s, "-name", "rl-test", "-task", "three-words", "-steps", "3",
-		"-prompts", "16", "-group-size", "8", "-val-prompts", "16", "-learning-rate", "5e-3", "-seed", "1")
-	if len(s.ValReward) != 4 || len(s.JobIDs) != 3 || len(s.TrainReward) != 3 {
-		t.Fatalf("rl-toy summary has %d rewards and %d jobs, want 4 and 3: %+v", len(s.ValReward), len(s.JobIDs), s)
+	out := runExample(t, bin, "rl-toy", api, &s, "-name", "rl-test", "-task", "three-words", "-steps", "4",
+		"-prompts", "16", "-group-size", "8", "-val-prompts", "16", "-learning-rate", "3e-3", "-seed", "1")
+	if len(s.ValReward) != 5 || len(s.JobIDs) != 4 || len(s.TrainReward) != 4 {
+		t.Fatalf("rl-toy summary has %d rewards and %d jobs, want 5 and 4: %+v", len(s.ValReward), len(s.JobIDs), s)
 	}
-	if want := []int{0, 1, 2, 3}; fmt.Sprint(s.Steps) != fmt.Sprint(want) {
+	if want := []int{0, 1, 2, 3, 4}; fmt.Sprint(s.Steps) != fmt.Sprint(want) {
 		t.Errorf("checkpoint steps %v, want %v", s.Steps, want)
 	}
-	// Measured over 5 runs on the built-in model: 0.344 at step 0, then
-	// 0.59-0.69 at step 3 (the adapter's random initialisation differs
-	// per model, the sampling seeds do not).
-	first, last := s.ValReward[0], s.ValReward[3]
-	if last < first+0.15 {
-		t.Errorf("held-out reward went from %.3f to %.3f in 3 steps; want a rise of at least 0.15 (curve %v)", first, last, s.ValReward)
+	// The sampling seeds are fixed, the adapter's random initialisation
+	// differs per model. Measured in 12 runs: 0.344 at step 0, 0.58-0.69 for
+	// the better of steps 3 and 4. RL can dip for a step (one run at a
+	// higher learning rate fell from 0.56 to 0.36), so that better one counts.
+	first, best := s.ValReward[0], max(s.ValReward[3], s.ValReward[4])
+	if best < first+0.15 {
+		t.Errorf("held-out reward %.3f at step 0, at best %.3f at steps 3-4; want a rise of at least 0.15 (curve %v)", first, best, s.ValReward)
 	}
 	for _, line := range []string{"training started: 1 gradient step(s)", "1/1  loss=", "COMPLETED, step 1/1", "held-out reward per checkpoint step"} {
 		if !strings.Contains(out, line) {
