@@ -63,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.learningRate, "learning-rate", 3e-3, "learning rate of each RL job")
 	fs.Float64Var(&o.temp, "temperature", 1, "sampling temperature")
 	fs.StringVar(&o.task, "task", "three-words", "three-words or arithmetic")
-	fs.StringVar(&o.ops, "ops", "+-", "operators of the arithmetic questions (+, - and *)")
+	fs.StringVar(&o.ops, "ops", "+-*", "operators of the arithmetic questions (+, - and *)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the question split and of sampling")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "chat requests in flight")
 	fs.StringVar(&o.summaryPath, "summary", "", "also write the reward curve as JSON to this file")
