@@ -15,8 +15,10 @@ import (
 // rewards them by how many times they contain 'a', the way a client of the
 // chat completions route would build a training job: every Choice carries
 // its token ids ("token_id:<id>") and sampling logprobs. The last group's
-// rewards are all equal (no signal).
-func sampledGroups(t *testing.T, groups, perGroup int) []byte {
+// rewards are all equal (no signal). trainable counts the sequences a step
+// should train: every trajectory whose reward differs from its group's mean
+// (a zero advantage carries no signal), plus its additional history.
+func sampledGroups(t *testing.T, groups, perGroup int) (body []byte, trainable int) {
 	t.Helper()
 	ctx := context.Background()
 	base, err := bases{}.Base(ctx, testBaseName)
@@ -60,11 +62,21 @@ func sampledGroups(t *testing.T, groups, perGroup int) []byte {
 		if g < groups-1 {
 			trajs[0]["reward"] = trajs[0]["reward"].(float64) + 3
 		}
+		var sum float64
+		for _, traj := range trajs {
+			sum += traj["reward"].(float64)
+		}
+		for _, traj := range trajs {
+			if traj["reward"].(float64) != sum/float64(len(trajs)) {
+				extra, _ := traj["additional_histories"].([]any)
+				trainable += 1 + len(extra)
+			}
+		}
 		out = append(out, map[string]any{"trajectories": trajs})
 	}
-	body, err := json.Marshal(map[string]any{"trajectory_groups": out})
+	body, err = json.Marshal(map[string]any{"trajectory_groups": out})
 	must(t, err)
-	return body
+	return body, trainable
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
@@ -72,7 +84,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{}, nil)
-	input := sampledGroups(t, 3, 4)
+	input, trainable := sampledGroups(t, 3, 4)
 	cfg := JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-3, "loss_fn": "cispo"}`)}
 
 	runJob := func(wantBase int) (*trainyard.Job, TrainResult) {
@@ -84,10 +96,10 @@ func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 		}
 		var prep PrepareResult
 		must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL, BaseStep: turn.BaseStep}, &prep))
-		// Two groups with signal × 4 trajectories, plus one additional
-		// history each for their first trajectories.
-		if prep.TotalSteps != 1 || prep.NumExamples != 10 {
-			t.Fatalf("Prepare = %+v", prep)
+		// The two groups with signal, less any trajectory at its group's
+		// mean, plus the first trajectories' additional histories.
+		if prep.TotalSteps != 1 || prep.NumExamples != trainable || trainable < 6 {
+			t.Fatalf("Prepare = %+v, want %d examples", prep, trainable)
 		}
 		var r TrainResult
 		must(t, f.run(t, f.acts.Train, TrainInput{JobID: job.ID, BaseStep: turn.BaseStep, TotalSteps: 1}, &r))
