@@ -123,29 +123,13 @@ func (db *DB) ListCheckpoints(ctx context.Context, modelID string, opts trainyar
 		return nil, err
 	}
 	// The cursor is resolved to its step, which is the sort key.
-	var after *int
-	if opts.After != "" {
-		step, err := cursorKey(ctx, db, `SELECT step FROM checkpoints WHERE id = $1 AND model_id = $2`, opts.After, mid, "checkpoint of this model")
-		if err != nil {
-			return nil, err
-		}
-		after = &step
-	}
-	q := `SELECT ` + checkpointColumns + ` FROM checkpoints
-		WHERE model_id = $1 AND ($2::integer IS NULL OR step > $2) ORDER BY step ASC LIMIT $3`
-	if p.desc {
-		q = `SELECT ` + checkpointColumns + ` FROM checkpoints
-		WHERE model_id = $1 AND ($2::integer IS NULL OR step < $2) ORDER BY step DESC LIMIT $3`
-	}
-	rows, err := db.pool.Query(ctx, q, mid, after, p.limit+1)
+	after, err := cursorKey(ctx, db, `SELECT step FROM checkpoints WHERE id = $1 AND model_id = $2`, opts.After, mid, "checkpoint of this model")
 	if err != nil {
-		return nil, translate(err, "checkpoints of model %s", modelID)
+		return nil, err
 	}
-	items, err := pgx.CollectRows(rows, scanCheckpointRow)
-	if err != nil {
-		return nil, translate(err, "checkpoints of model %s", modelID)
-	}
-	return page(items, p.limit), nil
+	cmp, dir := p.keyset()
+	return queryPage(ctx, db, p, scanCheckpointRow, "checkpoints of model "+modelID, `SELECT `+checkpointColumns+` FROM checkpoints
+		WHERE model_id = $1 AND ($2::integer IS NULL OR step `+cmp+` $2) ORDER BY step `+dir+` LIMIT $3`, mid, after)
 }
 
 // DeleteCheckpoints removes the given steps of a model and reports the
@@ -213,24 +197,4 @@ func (db *DB) MergeCheckpointMetrics(ctx context.Context, modelID string, step i
 		return trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
 	}
 	return nil
-}
-
-// cursorKey resolves an `after` cursor (an id) to the sort key of its row
-// with query, which takes the cursor and the parent id. A cursor that is not
-// an id of this list is EINVALID: a client passing a stale or foreign cursor
-// gets a clear message instead of a silently wrong page.
-func cursorKey(ctx context.Context, db *DB, query, cursor, parent, what string) (int, error) {
-	id, err := parseCursor(cursor)
-	if err != nil {
-		return 0, err
-	}
-	var key int
-	err = db.pool.QueryRow(ctx, query, id, parent).Scan(&key)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, trainyard.Errorf(trainyard.EINVALID, "invalid cursor: after=%s is not a %s", cursor, what)
-	}
-	if err != nil {
-		return 0, translate(err, "cursor %s", cursor)
-	}
-	return key, nil
 }

@@ -102,29 +102,13 @@ func (db *DB) ListEvents(ctx context.Context, jobID string, opts trainyard.ListO
 	if err != nil {
 		return nil, err
 	}
-	var after *int
-	if opts.After != "" {
-		seq, err := cursorKey(ctx, db, `SELECT seq FROM events WHERE id = $1 AND job_id = $2`, opts.After, jid, "event of this job")
-		if err != nil {
-			return nil, err
-		}
-		after = &seq
-	}
-	q := `SELECT ` + eventColumns + ` FROM events
-		WHERE job_id = $1 AND ($2::integer IS NULL OR seq > $2) ORDER BY seq ASC LIMIT $3`
-	if p.desc {
-		q = `SELECT ` + eventColumns + ` FROM events
-		WHERE job_id = $1 AND ($2::integer IS NULL OR seq < $2) ORDER BY seq DESC LIMIT $3`
-	}
-	rows, err := db.pool.Query(ctx, q, jid, after, p.limit+1)
+	after, err := cursorKey(ctx, db, `SELECT seq FROM events WHERE id = $1 AND job_id = $2`, opts.After, jid, "event of this job")
 	if err != nil {
-		return nil, translate(err, "events of job %s", jobID)
+		return nil, err
 	}
-	items, err := pgx.CollectRows(rows, scanEventRow)
-	if err != nil {
-		return nil, translate(err, "events of job %s", jobID)
-	}
-	return page(items, p.limit), nil
+	cmp, dir := p.keyset()
+	return queryPage(ctx, db, p, scanEventRow, "events of job "+jobID, `SELECT `+eventColumns+` FROM events
+		WHERE job_id = $1 AND ($2::integer IS NULL OR seq `+cmp+` $2) ORDER BY seq `+dir+` LIMIT $3`, jid, after)
 }
 
 // LastEvent returns the job's event with the highest Seq, or ENOTFOUND when

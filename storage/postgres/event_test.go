@@ -109,19 +109,7 @@ func TestAppendEventRaces(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	wins := 0
-	for _, c := range codes {
-		switch c {
-		case "":
-			wins++
-		case trainyard.ECONFLICT:
-		default:
-			t.Fatalf("unexpected code %q", c)
-		}
-	}
-	if wins != 1 {
-		t.Fatalf("%d terminal events stored, want 1", wins)
-	}
+	wantOneWinner(t, codes, "terminal events stored")
 }
 
 func appendSteps(t testing.TB, f *fixture, jobID string, n int) []*trainyard.Event {

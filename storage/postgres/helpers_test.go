@@ -80,6 +80,25 @@ func wantCode(t testing.TB, err error, code string) {
 	}
 }
 
+// wantOneWinner checks the error codes of racing writers of one row: exactly
+// one succeeded and every other got ECONFLICT. what names the successes.
+func wantOneWinner(t testing.TB, codes []string, what string) {
+	t.Helper()
+	wins := 0
+	for _, c := range codes {
+		switch c {
+		case "":
+			wins++
+		case trainyard.ECONFLICT:
+		default:
+			t.Fatalf("unexpected code %q", c)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d %s, want 1", wins, what)
+	}
+}
+
 func mustNil(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

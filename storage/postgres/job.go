@@ -146,23 +146,10 @@ func (db *DB) ListJobs(ctx context.Context, accountID, modelID string, opts trai
 		}
 		model = &mid
 	}
-	q := `SELECT ` + jobColumns + ` FROM jobs
-		WHERE account_id = $1 AND ($2::uuid IS NULL OR model_id = $2) AND ($3::uuid IS NULL OR id < $3)
-		ORDER BY id DESC LIMIT $4`
-	if !p.desc {
-		q = `SELECT ` + jobColumns + ` FROM jobs
-		WHERE account_id = $1 AND ($2::uuid IS NULL OR model_id = $2) AND ($3::uuid IS NULL OR id > $3)
-		ORDER BY id ASC LIMIT $4`
-	}
-	rows, err := db.pool.Query(ctx, q, acct, model, after, p.limit+1)
-	if err != nil {
-		return nil, translate(err, "jobs")
-	}
-	items, err := pgx.CollectRows(rows, scanJobRow)
-	if err != nil {
-		return nil, translate(err, "jobs")
-	}
-	return page(items, p.limit), nil
+	cmp, dir := p.keyset()
+	return queryPage(ctx, db, p, scanJobRow, "jobs", `SELECT `+jobColumns+` FROM jobs
+		WHERE account_id = $1 AND ($2::uuid IS NULL OR model_id = $2) AND ($3::uuid IS NULL OR id `+cmp+` $3)
+		ORDER BY id `+dir+` LIMIT $4`, acct, model, after)
 }
 
 // UpdateJob applies u; nil fields are left alone. Once a job is terminal its

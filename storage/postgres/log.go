@@ -93,21 +93,9 @@ func (db *DB) ListLogs(ctx context.Context, modelID string, opts trainyard.ListO
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT ` + logColumns + ` FROM log_records
-		WHERE model_id = $1 AND ($2::uuid IS NULL OR id > $2) ORDER BY id ASC LIMIT $3`
-	if p.desc {
-		q = `SELECT ` + logColumns + ` FROM log_records
-		WHERE model_id = $1 AND ($2::uuid IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`
-	}
-	rows, err := db.pool.Query(ctx, q, mid, after, p.limit+1)
-	if err != nil {
-		return nil, translate(err, "log records of model %s", modelID)
-	}
-	items, err := pgx.CollectRows(rows, scanLogRow)
-	if err != nil {
-		return nil, translate(err, "log records of model %s", modelID)
-	}
-	return page(items, p.limit), nil
+	cmp, dir := p.keyset()
+	return queryPage(ctx, db, p, scanLogRow, "log records of model "+modelID, `SELECT `+logColumns+` FROM log_records
+		WHERE model_id = $1 AND ($2::uuid IS NULL OR id `+cmp+` $2) ORDER BY id `+dir+` LIMIT $3`, mid, after)
 }
 
 // ListTrajectories returns the trajectories of one log record, ordered by
@@ -149,16 +137,4 @@ func (db *DB) ListTrajectories(ctx context.Context, logID string) ([]trainyard.S
 		return nil, trainyard.Errorf(trainyard.ENOTFOUND, "log record %s not found", logID)
 	}
 	return out, nil
-}
-
-// optionalCursor parses an `after` cursor, nil when empty.
-func optionalCursor(s string) (*string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	c, err := parseCursor(s)
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
 }

@@ -1,8 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/trainyard/trainyard"
 )
@@ -36,6 +40,32 @@ func pageOf(opts trainyard.ListOptions, naturalDesc bool) (pageSpec, error) {
 	return p, nil
 }
 
+// keyset returns, for p's direction, the comparison that continues a list
+// after its cursor's sort key and the ORDER BY direction. Lists splice them
+// into their query: they are fixed SQL words, never client input.
+func (p pageSpec) keyset() (cmp, dir string) {
+	if p.desc {
+		return "<", "DESC"
+	}
+	return ">", "ASC"
+}
+
+// queryPage runs a list query and returns one page of its rows. The query's
+// last parameter is the row limit, which queryPage appends to args: it asks
+// for one row more than a page, to learn whether more follow. subject names
+// the list in errors ("events of job 0190...").
+func queryPage[T any](ctx context.Context, db *DB, p pageSpec, scan pgx.RowToFunc[T], subject, query string, args ...any) (*trainyard.Page[T], error) {
+	rows, err := db.pool.Query(ctx, query, append(args, p.limit+1)...)
+	if err != nil {
+		return nil, translate(err, "%s", subject)
+	}
+	items, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, translate(err, "%s", subject)
+	}
+	return page(items, p.limit), nil
+}
+
 // page cuts the limit+1 rows a list query fetched down to one page; the
 // extra row only says that more follow.
 func page[T any](items []T, limit int) *trainyard.Page[T] {
@@ -60,4 +90,40 @@ func encodeMetrics(m map[string]float64) ([]byte, error) {
 		return []byte("{}"), nil
 	}
 	return json.Marshal(m)
+}
+
+// optionalCursor parses an `after` cursor of a list ordered by id, nil when
+// empty. Since ids order such a list, the cursor row need not still exist.
+func optionalCursor(s string) (*string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c, err := parseCursor(s)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// cursorKey resolves an `after` cursor (an id; empty: nil) to the sort key of
+// its row with query, which takes the cursor and the parent id. A cursor that
+// is not an id of this list is EINVALID: a client passing a stale or foreign
+// cursor gets a clear message instead of a silently wrong page.
+func cursorKey(ctx context.Context, db *DB, query, cursor, parent, what string) (*int, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	id, err := parseCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	var key int
+	err = db.pool.QueryRow(ctx, query, id, parent).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "invalid cursor: after=%s is not a %s", cursor, what)
+	}
+	if err != nil {
+		return nil, translate(err, "cursor %s", cursor)
+	}
+	return &key, nil
 }
