@@ -57,65 +57,77 @@ const idempotencyKeyHeader = "Idempotency-Key"
 // createTrainingJob is POST /v1/preview/training-jobs (CreateTrainingJob):
 // one RL step on the model from the trajectory groups.
 func (s *Server) createTrainingJob(c *gin.Context) {
-	var errs validate.Errors
-	key := idempotencyKey(c, &errs)
-	root, err := s.decodeBody(c, &errs)
-	if err != nil {
-		s.writeError(c, err)
+	r, ok := s.readJobRequest(c)
+	if !ok {
 		return
 	}
-	body, _ := root.Model()
-	modelID, _ := body.Field("model_id").UUID()
-	groupsNode := body.Field("trajectory_groups")
-	before := errs.Len()
+	groupsNode := r.body.Field("trajectory_groups")
+	before := r.errs.Len()
 	groups := parseTrajectoryGroups(groupsNode)
-	if errs.Len() == before && len(groups.Groups) == 0 {
+	if r.errs.Len() == before && len(groups.Groups) == 0 {
 		groupsNode.Fail("too_short", "List should have at least 1 item after validation, not 0",
 			map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0})
 	}
-	experimental := rlExperimentalConfig(body.Field("experimental_config"))
-	if err := errs.Err(); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	cfg := workflows.JobConfig{ExperimentalConfig: experimental}
-	s.submitJob(c, trainyard.JobKindRL, modelID, cfg, body.Raw(), key)
+	experimental := rlExperimentalConfig(r.body.Field("experimental_config"))
+	s.submitJob(c, r, trainyard.JobKindRL, workflows.JobConfig{ExperimentalConfig: experimental})
 }
 
 // createSFTTrainingJob is POST /v1/preview/sft-training-jobs
 // (CreateSFTTrainingJob): epochs of SFT batches over JSONL conversations.
 func (s *Server) createSFTTrainingJob(c *gin.Context) {
-	var errs validate.Errors
-	key := idempotencyKey(c, &errs)
-	root, err := s.decodeBody(c, &errs)
-	if err != nil {
-		s.writeError(c, err)
+	r, ok := s.readJobRequest(c)
+	if !ok {
 		return
 	}
-	body, _ := root.Model()
-	modelID, _ := body.Field("model_id").UUID()
-	urlNode := body.Field("training_data_url")
+	urlNode := r.body.Field("training_data_url")
 	dataURL, ok := urlNode.String(validate.MinLen(1), validate.MaxLen(4096))
 	if ok {
 		if err := workflows.CheckDataURL(dataURL, s.cfg.Jobs.AllowFileURLs); err != nil {
 			urlNode.Invalid(err.Error())
 		}
 	}
-	config, experimental := sftConfigs(body.Field("config"), body.Field("experimental_config"))
-	if err := errs.Err(); err != nil {
+	config, experimental := sftConfigs(r.body.Field("config"), r.body.Field("experimental_config"))
+	s.submitJob(c, r, trainyard.JobKindSFT, workflows.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental})
+}
+
+// jobRequest is what the two job-creating routes share: the optional
+// Idempotency-Key header and the body with its model_id. Each route checks
+// its own fields into errs before submitJob.
+type jobRequest struct {
+	errs    validate.Errors
+	key     *string
+	body    validate.Obj
+	modelID string
+}
+
+// readJobRequest reads the header and the body of a job-creating POST and
+// checks model_id. ok is false when it has answered already (a body that
+// is not JSON).
+func (s *Server) readJobRequest(c *gin.Context) (r *jobRequest, ok bool) {
+	r = &jobRequest{}
+	r.key = idempotencyKey(c, &r.errs)
+	root, err := s.decodeBody(c, &r.errs)
+	if err != nil {
+		s.writeError(c, err)
+		return nil, false
+	}
+	r.body, _ = root.Model()
+	r.modelID, _ = r.body.Field("model_id").UUID()
+	return r, true
+}
+
+// submitJob answers r's validation errors, if any, or stores the job's
+// input (the request body), creates its row and starts its workflow. The
+// input is stored first, under a fresh id, so a job row always has its
+// input. When Temporal is down the job stays QUEUED and is still accepted:
+// the worker's reconciler (or a retried POST with the same Idempotency-Key)
+// starts it later.
+func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind, cfg workflows.JobConfig) {
+	if err := r.errs.Err(); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	cfg := workflows.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental}
-	s.submitJob(c, trainyard.JobKindSFT, modelID, cfg, body.Raw(), key)
-}
-
-// submitJob stores the job's input, creates its row and starts its
-// workflow. The input is stored first, under a fresh id, so a job row
-// always has its input. When Temporal is down the job stays QUEUED and is
-// still accepted: the worker's reconciler (or a retried POST with the same
-// Idempotency-Key) starts it later.
-func (s *Server) submitJob(c *gin.Context, kind trainyard.JobKind, modelID string, cfg workflows.JobConfig, input []byte, key *string) {
+	modelID := r.modelID
 	acct := accountOf(c)
 	ctx := c.Request.Context()
 	model, err := s.deps.Models.FindModel(ctx, acct.ID, modelID)
@@ -138,6 +150,7 @@ func (s *Server) submitJob(c *gin.Context, kind trainyard.JobKind, modelID strin
 		return
 	}
 	jobID := id.String()
+	input := r.body.Raw()
 	if err := s.deps.Blobs.PutJobInput(ctx, jobID, workflows.InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
 		s.writeError(c, err)
 		return
@@ -148,7 +161,7 @@ func (s *Server) submitJob(c *gin.Context, kind trainyard.JobKind, modelID strin
 		return
 	}
 	job, created, err := s.deps.Jobs.CreateJob(ctx, &trainyard.Job{
-		ID: jobID, AccountID: acct.ID, ModelID: modelID, Kind: kind, IdempotencyKey: key,
+		ID: jobID, AccountID: acct.ID, ModelID: modelID, Kind: kind, IdempotencyKey: r.key,
 		Config: cfgJSON, WorkflowID: workflows.WorkflowID(jobID),
 	})
 	if err != nil {
