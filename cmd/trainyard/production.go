@@ -31,11 +31,7 @@ func connectProduction(ctx context.Context, cfg config.Config, log *zap.Logger) 
 // runAPI is `trainyard api`: the HTTP API alone. Training runs on
 // `trainyard worker` processes; /v1/system-check reports whether any poll.
 func runAPI(ctx context.Context, args []string, _ io.Writer) error {
-	cfg, err := loadConfig("api", args, config.ModeProduction, nil)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.LogLevel, false)
+	cfg, log, err := loadServer("api", args, config.ModeProduction)
 	if err != nil {
 		return err
 	}
@@ -58,11 +54,7 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 // runWorker is `trainyard worker`: the Temporal worker and the job
 // reconciler. Run as many as there are machines to train on.
 func runWorker(ctx context.Context, args []string, _ io.Writer) error {
-	cfg, err := loadConfig("worker", args, config.ModeProduction, nil)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.LogLevel, false)
+	cfg, log, err := loadServer("worker", args, config.ModeProduction)
 	if err != nil {
 		return err
 	}

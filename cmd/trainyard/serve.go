@@ -28,11 +28,7 @@ const (
 // DATABASE_URL (make run finds or starts one).
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	started := time.Now()
-	cfg, err := loadConfig("serve", args, config.ModeEmbedded, nil)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.LogLevel, true)
+	cfg, log, err := loadServer("serve", args, config.ModeEmbedded)
 	if err != nil {
 		return err
 	}

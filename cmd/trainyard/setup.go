@@ -41,6 +41,18 @@ func loadConfig(name string, args []string, mode config.Mode, extra func(*flag.F
 	return cfg, nil
 }
 
+// loadServer loads the configuration of a long-running command (serve, api,
+// worker) and builds its logger: console lines for the embedded mode of
+// `serve`, JSON for production. The caller defers syncLogger(log).
+func loadServer(name string, args []string, mode config.Mode) (config.Config, *zap.Logger, error) {
+	cfg, err := loadConfig(name, args, mode, nil)
+	if err != nil {
+		return cfg, nil, err
+	}
+	log, err := newLogger(cfg.LogLevel, mode == config.ModeEmbedded)
+	return cfg, log, err
+}
+
 // newLogger builds the process logger on stderr: human-readable console
 // lines for `serve` (a developer watches them), JSON for the production
 // commands (a log collector reads them).
