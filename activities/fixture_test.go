@@ -43,6 +43,16 @@ func (bases) Base(_ context.Context, name string) (*engine.Base, error) {
 	return testBase.base, testBase.err
 }
 
+// testModel returns the built-in test model.
+func testModel(t testing.TB) *engine.Base {
+	t.Helper()
+	base, err := bases{}.Base(context.Background(), testBaseName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
 // fixture is a real database and bucket with one account and model, and
 // activities over them.
 type fixture struct {
@@ -152,8 +162,7 @@ func (f *fixture) checkpointFile(t *testing.T, model *trainyard.Model, step int,
 // loadAdapter opens a stored checkpoint's adapter.
 func (f *fixture) loadAdapter(t *testing.T, model *trainyard.Model, step int) *engine.Adapter {
 	t.Helper()
-	base, _ := bases{}.Base(context.Background(), testBaseName)
-	ad, err := base.LoadAdapter(bytes.NewReader(f.checkpointFile(t, model, step, trainyard.AdapterWeightsFile)),
+	ad, err := testModel(t).LoadAdapter(bytes.NewReader(f.checkpointFile(t, model, step, trainyard.AdapterWeightsFile)),
 		f.checkpointFile(t, model, step, trainyard.AdapterConfigFile))
 	if err != nil {
 		t.Fatal(err)
@@ -161,41 +170,12 @@ func (f *fixture) loadAdapter(t *testing.T, model *trainyard.Model, step int) *e
 	return ad
 }
 
-// nll is the mean negative log-likelihood of the trainable tokens of seqs
-// under base + adapter (nil: a fresh adapter, i.e. the base model).
-func nll(t *testing.T, ad *engine.Adapter, seqs []engine.Sequence) float64 {
-	t.Helper()
-	base, _ := bases{}.Base(context.Background(), testBaseName)
-	if ad == nil {
-		var err error
-		if ad, err = base.NewAdapter(engine.DefaultLoRAConfig(), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lps, err := engine.NewTrainer(base, ad, nil).SequenceLogprobs(context.Background(), seqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	var n int
-	for i, s := range seqs {
-		for j := 1; j < len(s.Tokens); j++ {
-			if s.Trainable[j] {
-				sum -= float64(lps[i][j])
-				n++
-			}
-		}
-	}
-	return sum / float64(n)
-}
-
 // seedCheckpoint gives each model the same checkpoint 1: a fresh adapter and
 // optimizer state, with its row.
 func (f *fixture) seedCheckpoint(t *testing.T, models ...*trainyard.Model) {
 	t.Helper()
 	ctx := context.Background()
-	base, _ := bases{}.Base(ctx, testBaseName)
-	ad, err := base.NewAdapter(engine.DefaultLoRAConfig(), 7)
+	ad, err := testModel(t).NewAdapter(engine.DefaultLoRAConfig(), 7)
 	if err != nil {
 		t.Fatal(err)
 	}

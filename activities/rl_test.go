@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 )
 
 // sampledGroups samples groups of completions from the base model and
@@ -18,11 +19,10 @@ import (
 // rewards are all equal (no signal). trainable counts the sequences a step
 // should train: every trajectory whose reward differs from its group's mean
 // (a zero advantage carries no signal), plus its additional history.
-func sampledGroups(t *testing.T, groups, perGroup int) (body []byte, trainable int) {
+func sampledGroups(t *testing.T, groups, perGroup int) (input []byte, trainable int) {
 	t.Helper()
 	ctx := context.Background()
-	base, err := bases{}.Base(ctx, testBaseName)
-	must(t, err)
+	base := testModel(t)
 	var out []map[string]any
 	for g := range groups {
 		msgs := []engine.Message{{Role: "user", Content: []string{"Say something.", "Tell me a word."}[g%2]}}
@@ -32,10 +32,6 @@ func sampledGroups(t *testing.T, groups, perGroup int) (body []byte, trainable i
 		must(t, err)
 		var trajs []map[string]any
 		for _, c := range comps {
-			var lps []map[string]any
-			for _, tok := range c.Tokens {
-				lps = append(lps, map[string]any{"token": "token_id:" + itoa(tok.ID), "logprob": tok.Logprob, "bytes": []int{}, "top_logprobs": []any{}})
-			}
 			reward := float64(strings.Count(c.Text, "a"))
 			if g == groups-1 {
 				reward = 1
@@ -43,9 +39,7 @@ func sampledGroups(t *testing.T, groups, perGroup int) (body []byte, trainable i
 			traj := map[string]any{
 				"messages_and_choices": []any{
 					map[string]any{"role": "user", "content": msgs[0].Content},
-					map[string]any{"finish_reason": c.FinishReason, "index": c.Index,
-						"message":  map[string]any{"role": "assistant", "content": c.Text},
-						"logprobs": map[string]any{"content": lps}},
+					enginetest.Choice(c),
 				},
 				"reward": reward,
 			}
@@ -74,12 +68,10 @@ func sampledGroups(t *testing.T, groups, perGroup int) (body []byte, trainable i
 		}
 		out = append(out, map[string]any{"trajectories": trajs})
 	}
-	body, err = json.Marshal(map[string]any{"trajectory_groups": out})
+	body, err := json.Marshal(map[string]any{"trajectory_groups": out})
 	must(t, err)
 	return body, trainable
 }
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 	t.Parallel()
@@ -135,7 +127,7 @@ func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 		}
 	}
 	after1 := f.loadAdapter(t, f.model, 1)
-	if before, after := nll(t, nil, better), nll(t, after1, better); !(after < before) {
+	if before, after := enginetest.NLL(t, testModel(t), nil, better), enginetest.NLL(t, testModel(t), after1, better); !(after < before) {
 		t.Fatalf("NLL of positive-advantage completions: before %.4f, after %.4f", before, after)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 )
 
 // sftData is JSONL of n short conversations.
@@ -99,10 +100,10 @@ func TestSFTJobTrainsAndRecordsCheckpoint(t *testing.T) {
 	}
 
 	// The new weights fit the data better than the base model does.
-	base, _ := bases{}.Base(context.Background(), testBaseName)
+	base := testModel(t)
 	seqs, err := parseSFTData(data, base, false)
 	must(t, err)
-	before, after := nll(t, nil, seqs), nll(t, f.loadAdapter(t, f.model, 1), seqs)
+	before, after := enginetest.NLL(t, base, nil, seqs), enginetest.NLL(t, base, f.loadAdapter(t, f.model, 1), seqs)
 	if !(after < before) {
 		t.Fatalf("NLL on the training data: base %.4f, after training %.4f", before, after)
 	}
@@ -224,8 +225,7 @@ func TestPrepareReadsArtifactsOfItsOwnEntityOnly(t *testing.T) {
 }
 
 func TestParseSFTDataLastAssistantTurnOnly(t *testing.T) {
-	base, err := bases{}.Base(context.Background(), testBaseName)
-	must(t, err)
+	base := testModel(t)
 	line := `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"assistant","content":"d"}]}`
 	all, err := parseSFTData([]byte(line), base, false)
 	must(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 )
 
 // base returns the shared tiny-chat base model.
@@ -50,20 +51,16 @@ func sampleRL(t testing.TB, groups, perGroup int, seed int64) rlData {
 		var trajs []map[string]any
 		bestReward, bestSeq := -1.0, engine.Sequence{}
 		for i, c := range comps {
-			var lps []map[string]any
 			ids := make([]int, len(c.Tokens))
 			for k, tok := range c.Tokens {
 				ids[k] = tok.ID
-				lps = append(lps, map[string]any{"token": fmt.Sprintf("token_id:%d", tok.ID), "logprob": tok.Logprob, "bytes": []int{}, "top_logprobs": []any{}})
 			}
 			// Distinct rewards within the group, so every group carries signal.
 			reward := float64(strings.Count(c.Text, "e")) + float64(i)/100
 			trajs = append(trajs, map[string]any{
 				"messages_and_choices": []any{
 					map[string]any{"role": "user", "content": msgs[0].Content},
-					map[string]any{"finish_reason": c.FinishReason, "index": c.Index,
-						"message":  map[string]any{"role": "assistant", "content": c.Text},
-						"logprobs": map[string]any{"content": lps}},
+					enginetest.Choice(c),
 				},
 				"reward": reward,
 			})
@@ -130,32 +127,4 @@ func (s *stack) adapterAt(modelID string, step int) *engine.Adapter {
 		s.t.Fatal(err)
 	}
 	return ad
-}
-
-// nll is the mean negative log-likelihood of the trainable tokens of seqs
-// under the base model plus ad (nil: the base model alone).
-func nll(t testing.TB, ad *engine.Adapter, seqs []engine.Sequence) float64 {
-	t.Helper()
-	b := base(t)
-	if ad == nil {
-		var err error
-		if ad, err = b.NewAdapter(engine.DefaultLoRAConfig(), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lps, err := engine.NewTrainer(b, ad, nil).SequenceLogprobs(context.Background(), seqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	var n int
-	for i, s := range seqs {
-		for j := 1; j < len(s.Tokens); j++ {
-			if s.Trainable[j] {
-				sum -= float64(lps[i][j])
-				n++
-			}
-		}
-	}
-	return sum / float64(n)
 }

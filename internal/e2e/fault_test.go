@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -61,7 +62,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 		t.Fatalf("checkpoints = %s, want exactly [1]", got)
 	}
 	seqs := sftSequences(t, 16)
-	if before, after := nll(t, nil, seqs), nll(t, s.adapterAt(model, 1), seqs); !(after < before) {
+	if before, after := enginetest.NLL(t, base(t), nil, seqs), enginetest.NLL(t, base(t), s.adapterAt(model, 1), seqs); !(after < before) {
 		t.Fatalf("NLL of the training data: base %.4f, trained %.4f", before, after)
 	}
 }

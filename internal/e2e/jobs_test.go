@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -75,7 +76,7 @@ func TestRLJobsEndToEnd(t *testing.T) {
 		t.Fatalf("checkpoints = %v", steps)
 	}
 	// The step made the best completions more likely.
-	before, after := nll(t, nil, data.best), nll(t, s.adapterAt(model, 1), data.best)
+	before, after := enginetest.NLL(t, base(t), nil, data.best), enginetest.NLL(t, base(t), s.adapterAt(model, 1), data.best)
 	if !(after < before) {
 		t.Fatalf("NLL of the best completions: base %.4f, step 1 %.4f", before, after)
 	}
@@ -114,7 +115,7 @@ func TestSFTJobEndToEnd(t *testing.T) {
 		t.Fatalf("loss %v -> %v", first, last)
 	}
 	seqs := sftSequences(t, 8)
-	if before, after := nll(t, nil, seqs), nll(t, s.adapterAt(model, 1), seqs); !(after < before) {
+	if before, after := enginetest.NLL(t, base(t), nil, seqs), enginetest.NLL(t, base(t), s.adapterAt(model, 1), seqs); !(after < before) {
 		t.Fatalf("NLL of the training data: base %.4f, trained %.4f", before, after)
 	}
 	recordHistory(t, s, id, "sft_completed")
