@@ -15,8 +15,17 @@ import (
 //go:embed tinychat
 var files embed.FS
 
-// models maps a built-in model name to its directory in files.
-var models = map[string]string{"trainyard/tiny-chat": "tinychat"}
+// builtin is one built-in model: its directory in files and the learning rates its LoRA adapters train
+// well at.
+type builtin struct {
+	dir         string
+	rlLR, sftLR float64
+}
+
+// models maps a built-in model name to its files and learning rates. tiny-chat's rates are measured
+// (engine/DESIGN.md's RL check, examples/rl-toy and examples/sft): a 3.3M-parameter model needs rates
+// hundreds of times those of large models.
+var models = map[string]builtin{"trainyard/tiny-chat": {dir: "tinychat", rlLR: 1e-3, sftLR: 3e-3}}
 
 // Names lists the built-in models, sorted.
 func Names() []string {
@@ -30,10 +39,11 @@ func Names() []string {
 
 // Open returns a built-in model's config.json and model.safetensors bytes.
 func Open(name string) (configJSON, weights []byte, err error) {
-	dir, ok := models[name]
+	m, ok := models[name]
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown built-in model %q (have %v)", name, Names())
 	}
+	dir := m.dir
 	if configJSON, err = files.ReadFile(dir + "/config.json"); err != nil {
 		return nil, nil, err
 	}
@@ -41,4 +51,11 @@ func Open(name string) (configJSON, weights []byte, err error) {
 		return nil, nil, fmt.Errorf("built-in model %q has no weights in this build (run `trainyard pretrain`): %w", name, err)
 	}
 	return configJSON, weights, nil
+}
+
+// LearningRates returns the LoRA learning rates recommended for a built-in model, for RL and for SFT; ok is
+// false for a name that is not built in.
+func LearningRates(name string) (rl, sft float64, ok bool) {
+	m, ok := models[name]
+	return m.rlLR, m.sftLR, ok
 }
