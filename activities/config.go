@@ -21,6 +21,9 @@ type FieldError struct {
 
 // RLSettings is a validated RL experimental_config with defaults applied.
 type RLSettings struct {
+	// LearningRate is experimental_config.learning_rate; 0 when the client
+	// sent none, and the job then trains at the base model's default
+	// (defaultLearningRate).
 	LearningRate            float64
 	LossFn                  string // "cispo" | "ppo"
 	Epsilon, EpsilonHigh    float64
@@ -36,10 +39,6 @@ type RLSettings struct {
 	// deviation (scale_learning_rate_by_reward_std_dev).
 	LRByRewardStd bool
 }
-
-// DefaultRLLearningRate is the learning rate when experimental_config has
-// none (ART's client default).
-const DefaultRLLearningRate = 5e-6
 
 // rlConfigWire is experimental_config as clients send it. Pointers tell
 // "absent or null" from a value.
@@ -79,7 +78,7 @@ type rlConfigWire struct {
 // an object; unknown keys are ignored, as clients send newer options) and
 // applies the defaults. Unsupported values are reported, not ignored.
 func ParseRLConfig(raw json.RawMessage) (RLSettings, []FieldError) {
-	s := RLSettings{LearningRate: DefaultRLLearningRate, LossFn: "cispo", ImportanceSamplingLevel: "token", ScaleRewards: true}
+	s := RLSettings{LossFn: "cispo", ImportanceSamplingLevel: "token", ScaleRewards: true}
 	var w rlConfigWire
 	if errs := decodeObject(raw, &w, "experimental_config"); errs != nil {
 		return s, errs

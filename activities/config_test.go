@@ -9,7 +9,7 @@ import (
 
 func TestParseRLConfig(t *testing.T) {
 	s, errs := ParseRLConfig(nil)
-	if len(errs) != 0 || s.LearningRate != DefaultRLLearningRate || s.LossFn != "cispo" || !s.ScaleRewards || s.ImportanceSamplingLevel != "token" {
+	if len(errs) != 0 || s.LearningRate != 0 || s.LossFn != "cispo" || !s.ScaleRewards || s.ImportanceSamplingLevel != "token" {
 		t.Fatalf("defaults = %+v %v", s, errs)
 	}
 	// What ART's client sends: every key, most of them null.
@@ -57,7 +57,7 @@ func TestParseRLConfig(t *testing.T) {
 
 func TestParseSFTConfig(t *testing.T) {
 	s, errs := ParseSFTConfig(nil, nil)
-	if len(errs) != 0 || s.BatchSize != 0 || len(s.LearningRates) != 1 || s.Epochs != 1 || s.AssistantTurns != "all" {
+	if len(errs) != 0 || s.BatchSize != 0 || s.LearningRates != nil || s.Epochs != 1 || s.AssistantTurns != "all" {
 		t.Fatalf("defaults = %+v %v", s, errs)
 	}
 	s, errs = ParseSFTConfig(json.RawMessage(`{"batch_size":"auto","learning_rate":[1e-4,2e-4],"assistant_turns":"last","metric_logging":{"enabled":true}}`),

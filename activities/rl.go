@@ -91,6 +91,9 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 	metrics["num_trainable_groups"] = float64(trainableGroups)
 	metrics["num_training_sequences"] = float64(len(p.Samples))
 	lr := settings.LearningRate
+	if lr == 0 {
+		lr = defaultLearningRate(base, trainyard.JobKindRL)
+	}
 	if settings.LRTrajectoryPower != 0 {
 		lr *= math.Pow(metrics["num_trajectories"], settings.LRTrajectoryPower)
 	}

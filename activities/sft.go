@@ -41,6 +41,9 @@ func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *
 	bs = min(bs, n)
 	perEpoch := (n + bs - 1) / bs
 	total := perEpoch * settings.Epochs
+	if settings.LearningRates == nil {
+		settings.LearningRates = []float64{defaultLearningRate(base, trainyard.JobKindSFT)}
+	}
 	rates, err := settings.stepLearningRates(total)
 	if err != nil {
 		return nil, 0, invalidf("%v", err)

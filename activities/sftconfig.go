@@ -13,7 +13,8 @@ type SFTSettings struct {
 	BatchSize int
 	// LearningRates holds one rate for every step, or a list with one rate
 	// per batch (its length must equal the number of steps, checked once
-	// the data is read).
+	// the data is read); nil when the client sent none, and the job then
+	// trains at the base model's default (defaultLearningRate).
 	LearningRates []float64
 	// AssistantTurns is "all" (every assistant turn is trained) or "last".
 	AssistantTurns string
@@ -26,9 +27,6 @@ type SFTSettings struct {
 	Shuffle bool
 	Seed    int64
 }
-
-// DefaultSFTLearningRate is the learning rate when config has none.
-const DefaultSFTLearningRate = 1e-4
 
 // sftConfigWire is config as clients send it.
 type sftConfigWire struct {
@@ -47,7 +45,7 @@ type sftExperimentalWire struct {
 // ParseSFTConfig validates an SFT job's config and experimental_config
 // (each null, absent or an object; unknown keys are ignored).
 func ParseSFTConfig(config, experimental json.RawMessage) (SFTSettings, []FieldError) {
-	s := SFTSettings{LearningRates: []float64{DefaultSFTLearningRate}, AssistantTurns: "all", Epochs: 1}
+	s := SFTSettings{AssistantTurns: "all", Epochs: 1}
 	var w sftConfigWire
 	errs := decodeObject(config, &w, "config")
 	var x sftExperimentalWire
