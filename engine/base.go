@@ -122,7 +122,9 @@ func (b *Base) Name() string { return b.name }
 // RecommendedLearningRates returns the learning rates LoRA training of a built-in model is known to work
 // at, for RL and for SFT; ok is false for a model opened with OpenDir (whose name, a directory's base name,
 // is never a built-in name), which has no recommendation.
-func (b *Base) RecommendedLearningRates() (rl, sft float64, ok bool) { return zoo.LearningRates(b.name) }
+func (b *Base) RecommendedLearningRates() (rl, sft float64, ok bool) {
+	return zoo.LearningRates(b.name)
+}
 
 // ContextLength is the maximum number of tokens of a sequence (prompt plus completion).
 func (b *Base) ContextLength() int { return b.w.Cfg.MaxSeqLen }
