@@ -17,7 +17,7 @@ BENCH       ?= .
 PKG         ?= ./...
 BENCHTIME   ?= 1s
 
-.PHONY: all run build test test-scripts vet lint bench pretrain clean
+.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas pretrain clean
 
 all: build
 
@@ -29,8 +29,8 @@ build:
 run: build
 	DATABASE_URL="$$(scripts/ensure-postgres.sh)"; export DATABASE_URL; exec ./$(BIN) serve
 
-## test: scripts, go vet and go test against a real PostgreSQL
-test: test-scripts
+## test: gofmt, scripts, go vet and go test against a real PostgreSQL
+test: fmt-check test-scripts
 	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
 		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
 	fi; \
@@ -42,13 +42,16 @@ test: test-scripts
 test-scripts:
 	bash scripts/ensure-postgres-test.sh
 
+## fmt-check: gofmt must have nothing to say about the tracked Go files
+fmt-check:
+	unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
 vet:
 	$(GO) vet ./...
 
 ## lint: gofmt must have nothing to say; go vet must pass
-lint: vet
-	unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
-	if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+lint: fmt-check vet
 
 ## bench: go test benchmarks (BENCH, PKG, BENCHTIME narrow them)
 bench:
@@ -57,6 +60,13 @@ bench:
 	fi; \
 	export TRAINYARD_TEST_DATABASE_URL; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKG)
+
+## bench-openblas: install OpenBLAS, then the benchmarks that compare the
+## engine's kernels with it (linalg: ceiling, Sgemm, training step; engine: RL step)
+bench-openblas:
+	sh engine/linalg/install-openblas.sh
+	$(GO) test -tags openblas -run '^$$' -bench 'OpenBLASCeiling|Sgemm|TrainingStep' -benchmem -benchtime $(BENCHTIME) -timeout 60m ./engine/linalg/
+	$(GO) test -tags openblas -run '^$$' -bench RLStep -benchmem -benchtime $(BENCHTIME) -timeout 60m ./engine/
 
 ## pretrain: pretrain the built-in base model (engine/pretrain) into engine/zoo/tinychat
 pretrain: build
