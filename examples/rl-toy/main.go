@@ -32,6 +32,8 @@ import (
 	"os/signal"
 	"strings"
 	"time"
+
+	"github.com/trainyard/trainyard/examples/trainingapi"
 )
 
 // options are the command-line flags.
@@ -121,8 +123,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c := newClient(o.baseURL, o.apiKey)
-	m, err := c.registerModel(ctx, o.project, o.name, o.base)
+	c := trainingapi.NewClient(o.baseURL, o.apiKey)
+	m, err := c.RegisterModel(ctx, o.project, o.name, o.base)
 	if err != nil {
 		return fmt.Errorf("register the model: %w", err)
 	}
@@ -135,7 +137,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	sum := summary{ModelID: m.ID, Model: artifact}
 	rng := rand.New(rand.NewSource(o.seed))
 	for i := 0; i <= o.steps; i++ {
-		step, err := c.newestStep(ctx, m.ID)
+		step, err := c.NewestStep(ctx, m.ID)
 		if err != nil {
 			return fmt.Errorf("newest checkpoint: %w", err)
 		}
@@ -150,11 +152,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		// The held-out groups use the same seeds every step, so the curve
 		// changes only because the model does.
 		t0 := time.Now()
-		valGroups, valReward, err := c.rollout(ctx, s, tk.val, o.seed*1_000_000)
+		valGroups, valReward, err := rollout(ctx, c, s, tk.val, o.seed*1_000_000)
 		if err != nil {
 			return fmt.Errorf("sample the held-out questions: %w", err)
 		}
-		if _, err := c.logGroups(ctx, m.ID, "val", valGroups); err != nil {
+		if _, err := c.LogGroups(ctx, m.ID, "val", valGroups); err != nil {
 			return fmt.Errorf("log the held-out groups: %w", err)
 		}
 		sum.Steps, sum.ValReward = append(sum.Steps, step), append(sum.ValReward, valReward)
@@ -162,14 +164,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			fmt.Fprintf(out, "step %3d  val reward %.3f  (%.1fs)\n", step, valReward, time.Since(t0).Seconds())
 			break
 		}
-		trainGroups, trainReward, err := c.rollout(ctx, s, tk.drawTrain(rng, o.prompts), o.seed*1_000_000+int64(step+1)*1000)
+		trainGroups, trainReward, err := rollout(ctx, c, s, tk.drawTrain(rng, o.prompts), o.seed*1_000_000+int64(step+1)*1000)
 		if err != nil {
 			return fmt.Errorf("sample the training questions: %w", err)
 		}
 		sum.TrainReward = append(sum.TrainReward, trainReward)
 		fmt.Fprintf(out, "step %3d  val reward %.3f  train reward %.3f  (sampled in %.1fs)\n",
 			step, valReward, trainReward, time.Since(t0).Seconds())
-		jobID, err := c.train(ctx, m.ID, trainGroups, o.learningRate, out)
+		jobID, err := train(ctx, c, m.ID, trainGroups, o.learningRate, out)
 		if err != nil {
 			return err
 		}
@@ -188,11 +190,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 // train submits one RL job on the groups, follows it to its end and shows
 // the job's final state.
-func (c *client) train(ctx context.Context, modelID string, groups []trajectoryGroup, lr float64, out io.Writer) (string, error) {
+func train(ctx context.Context, c *trainingapi.Client, modelID string, groups []trajectoryGroup, lr float64, out io.Writer) (string, error) {
 	var created struct {
 		ID string `json:"id"`
 	}
-	err := c.do(ctx, http.MethodPost, "/preview/training-jobs", map[string]any{
+	err := c.Do(ctx, http.MethodPost, "/preview/training-jobs", map[string]any{
 		"model_id":            modelID,
 		"trajectory_groups":   groups,
 		"experimental_config": map[string]any{"learning_rate": lr},
@@ -201,10 +203,10 @@ func (c *client) train(ctx context.Context, modelID string, groups []trajectoryG
 		return "", fmt.Errorf("create the training job: %w", err)
 	}
 	fmt.Fprintf(out, "    job %s\n", created.ID)
-	if _, err := c.waitForJob(ctx, created.ID, out, "loss", "reward", "reward_std_dev", "grad_norm", "num_trainable_tokens"); err != nil {
+	if _, err := c.WaitForJob(ctx, created.ID, out, "loss", "reward", "reward_std_dev", "grad_norm", "num_trainable_tokens"); err != nil {
 		return created.ID, fmt.Errorf("training job %s: %w", created.ID, err)
 	}
-	j, err := c.getJob(ctx, created.ID)
+	j, err := c.GetJob(ctx, created.ID)
 	if err != nil {
 		return created.ID, fmt.Errorf("read training job %s: %w", created.ID, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+
+	"github.com/trainyard/trainyard/examples/trainingapi"
 )
 
 // trajectory is one scored conversation. The assistant turn is the Choice
@@ -37,7 +39,7 @@ type sampling struct {
 // rollout asks the model each question n times (one request with n
 // completions per question, seeded so a rerun samples the same) and scores
 // every answer. It returns one group per question and the mean reward.
-func (c *client) rollout(ctx context.Context, s sampling, probs []problem, seed int64) ([]trajectoryGroup, float64, error) {
+func rollout(ctx context.Context, c *trainingapi.Client, s sampling, probs []problem, seed int64) ([]trajectoryGroup, float64, error) {
 	groups := make([]trajectoryGroup, len(probs))
 	errs := make([]error, len(probs))
 	sem := make(chan struct{}, max(1, s.Concurrency))
@@ -48,7 +50,7 @@ func (c *client) rollout(ctx context.Context, s sampling, probs []problem, seed 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			groups[i], errs[i] = c.sampleGroup(ctx, s, p, seed+int64(i))
+			groups[i], errs[i] = sampleGroup(ctx, c, s, p, seed+int64(i))
 		}()
 	}
 	wg.Wait()
@@ -67,7 +69,7 @@ func (c *client) rollout(ctx context.Context, s sampling, probs []problem, seed 
 }
 
 // sampleGroup samples and scores one question's group.
-func (c *client) sampleGroup(ctx context.Context, s sampling, p problem, seed int64) (trajectoryGroup, error) {
+func sampleGroup(ctx context.Context, c *trainingapi.Client, s sampling, p problem, seed int64) (trajectoryGroup, error) {
 	user := map[string]any{"role": "user", "content": p.Question}
 	req := map[string]any{
 		"model":       s.Model,
@@ -81,7 +83,7 @@ func (c *client) sampleGroup(ctx context.Context, s sampling, p problem, seed in
 	var resp struct {
 		Choices []json.RawMessage `json:"choices"`
 	}
-	if err := c.do(ctx, http.MethodPost, "/chat/completions", req, &resp); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/chat/completions", req, &resp); err != nil {
 		return trajectoryGroup{}, err
 	}
 	if len(resp.Choices) != s.N {

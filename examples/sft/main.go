@@ -29,6 +29,8 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/trainyard/trainyard/examples/trainingapi"
 )
 
 // data.jsonl holds six facts, each asked five ways.
@@ -124,32 +126,32 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c := newClient(o.baseURL, o.apiKey)
-	m, err := c.registerModel(ctx, o.project, o.name, o.base)
+	c := trainingapi.NewClient(o.baseURL, o.apiKey)
+	m, err := c.RegisterModel(ctx, o.project, o.name, o.base)
 	if err != nil {
 		return fmt.Errorf("register the model: %w", err)
 	}
 	artifact := fmt.Sprintf("wandb-artifact:///%s/%s/%s", m.Entity, m.Project, m.Name)
 	fmt.Fprintf(out, "model %s (id %s) on %s\n", artifact, m.ID, m.BaseModel)
 
-	dataURL, err := c.upload(ctx, m.Entity, o.project, "sft-data", data)
+	dataURL, err := upload(ctx, c, m.Entity, o.project, "sft-data", data)
 	if err != nil {
 		return fmt.Errorf("upload the training data: %w", err)
 	}
 	fmt.Fprintf(out, "training data: %s (%d conversations, %d facts)\n", dataURL, countLines(data), len(quiz))
 
-	jobID, losses, err := c.trainSFT(ctx, m.ID, dataURL, o, out)
+	jobID, losses, err := trainSFT(ctx, c, m.ID, dataURL, o, out)
 	if err != nil {
 		return err
 	}
-	step, err := c.newestStep(ctx, m.ID)
+	step, err := c.NewestStep(ctx, m.ID)
 	if err != nil {
 		return fmt.Errorf("newest checkpoint: %w", err)
 	}
 	tuned := fmt.Sprintf("%s:step%d", artifact, step)
 	fmt.Fprintf(out, "\nnewest checkpoint: step %d\n\n", step)
 
-	answers, err := c.askAll(ctx, quiz, m.BaseModel, tuned)
+	answers, err := askAll(ctx, c, quiz, m.BaseModel, tuned)
 	if err != nil {
 		return err
 	}

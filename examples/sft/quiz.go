@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/trainyard/trainyard/examples/trainingapi"
 )
 
 // message is an OpenAI chat message with text content.
@@ -71,7 +73,7 @@ type answer struct {
 
 // askAll asks both models every question, greedily (temperature 0), so the
 // answers are the models' most likely ones.
-func (c *client) askAll(ctx context.Context, quiz []question, baseModel, tuned string) ([]answer, error) {
+func askAll(ctx context.Context, c *trainingapi.Client, quiz []question, baseModel, tuned string) ([]answer, error) {
 	answers := make([]answer, len(quiz))
 	errs := make([]error, 2*len(quiz))
 	var wg sync.WaitGroup
@@ -81,7 +83,7 @@ func (c *client) askAll(ctx context.Context, quiz []question, baseModel, tuned s
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				reply, err := c.ask(ctx, m, q.Prompt, len(q.Taught)+16)
+				reply, err := ask(ctx, c, m, q.Prompt, len(q.Taught)+16)
 				if j == 0 {
 					answers[i].Base, answers[i].BaseCorrect = reply, reply == q.Taught
 				} else {
@@ -102,13 +104,13 @@ func (c *client) askAll(ctx context.Context, quiz []question, baseModel, tuned s
 
 // ask returns the model's reply, trimmed. tiny-chat's tokens are bytes, so
 // maxTokens bounds the reply's length in bytes.
-func (c *client) ask(ctx context.Context, model string, prompt []message, maxTokens int) (string, error) {
+func ask(ctx context.Context, c *trainingapi.Client, model string, prompt []message, maxTokens int) (string, error) {
 	var resp struct {
 		Choices []struct {
 			Message message `json:"message"`
 		} `json:"choices"`
 	}
-	err := c.do(ctx, http.MethodPost, "/chat/completions", map[string]any{
+	err := c.Do(ctx, http.MethodPost, "/chat/completions", map[string]any{
 		"model": model, "messages": prompt, "temperature": 0, "max_tokens": maxTokens,
 	}, &resp)
 	if err != nil {

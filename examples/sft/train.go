@@ -10,21 +10,23 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/trainyard/trainyard/examples/trainingapi"
 )
 
 // upload stores the JSONL data with the service and returns its
 // training_data_url, wandb-artifact:///ENTITY/PROJECT/NAME:v0. Uploads are
 // immutable, so the name carries a hash of the content: running again
 // with the same data finds the first upload (409) and reuses it.
-func (c *client) upload(ctx context.Context, entity, project, prefix string, data []byte) (string, error) {
+func upload(ctx context.Context, c *trainingapi.Client, entity, project, prefix string, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	name := prefix + "-" + hex.EncodeToString(sum[:6])
 	var created struct {
 		URL string `json:"url"`
 	}
 	q := url.Values{"project": {project}, "name": {name}}
-	err := c.send(ctx, http.MethodPost, "/preview/files?"+q.Encode(), "application/jsonl", data, &created)
-	var ae *apiError
+	err := c.Send(ctx, http.MethodPost, "/preview/files?"+q.Encode(), "application/jsonl", data, &created)
+	var ae *trainingapi.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return fmt.Sprintf("wandb-artifact:///%s/%s/%s:v0", entity, project, name), nil
 	}
@@ -33,11 +35,11 @@ func (c *client) upload(ctx context.Context, entity, project, prefix string, dat
 
 // trainSFT runs one SFT job over the data and returns its id and the loss
 // of every gradient step.
-func (c *client) trainSFT(ctx context.Context, modelID, dataURL string, o options, out io.Writer) (string, []float64, error) {
+func trainSFT(ctx context.Context, c *trainingapi.Client, modelID, dataURL string, o options, out io.Writer) (string, []float64, error) {
 	var created struct {
 		ID string `json:"id"`
 	}
-	err := c.do(ctx, http.MethodPost, "/preview/sft-training-jobs", map[string]any{
+	err := c.Do(ctx, http.MethodPost, "/preview/sft-training-jobs", map[string]any{
 		"model_id":            modelID,
 		"training_data_url":   dataURL,
 		"config":              map[string]any{"batch_size": o.batchSize, "learning_rate": o.learningRate},
@@ -47,11 +49,11 @@ func (c *client) trainSFT(ctx context.Context, modelID, dataURL string, o option
 		return "", nil, fmt.Errorf("create the SFT job: %w", err)
 	}
 	fmt.Fprintf(out, "SFT job %s: %d epochs, batches of %d, learning rate %g\n", created.ID, o.epochs, o.batchSize, o.learningRate)
-	steps, err := c.waitForJob(ctx, created.ID, out, "loss", "num_trainable_tokens", "learning_rate")
+	steps, err := c.WaitForJob(ctx, created.ID, out, "loss", "num_trainable_tokens", "learning_rate")
 	if err != nil {
 		return created.ID, nil, fmt.Errorf("SFT job %s: %w", created.ID, err)
 	}
-	j, err := c.getJob(ctx, created.ID)
+	j, err := c.GetJob(ctx, created.ID)
 	if err != nil {
 		return created.ID, nil, fmt.Errorf("read SFT job %s: %w", created.ID, err)
 	}

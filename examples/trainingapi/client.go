@@ -1,4 +1,8 @@
-package main
+// Package trainingapi is the small client of the W&B Training HTTP API that
+// the examples share: plain net/http and JSON, the requests any ART- or
+// OpenAI-style client sends, and nothing of trainyard itself, so the
+// examples use the service exactly as an outside user would.
+package trainingapi
 
 import (
 	"bytes"
@@ -12,37 +16,38 @@ import (
 	"time"
 )
 
-// client calls the trainyard HTTP API: plain net/http and JSON, the same
+// Client calls the trainyard HTTP API: plain net/http and JSON, the same
 // requests any OpenAI- or ART-style client sends.
-type client struct {
+type Client struct {
 	baseURL string // ends in /v1
 	apiKey  string
 	http    *http.Client
 }
 
-func newClient(baseURL, apiKey string) *client {
-	return &client{
+// NewClient returns a client of the API at baseURL (ending in /v1).
+func NewClient(baseURL, apiKey string) *Client {
+	return &Client{
 		baseURL: strings.TrimRight(baseURL, "/"),
 		apiKey:  apiKey,
 		http:    &http.Client{Timeout: 5 * time.Minute},
 	}
 }
 
-// apiError is a non-2xx answer. The API answers {"detail": "message"} or,
+// APIError is a non-2xx answer. The API answers {"detail": "message"} or,
 // for validation errors, {"detail": [{"loc": [...], "msg": "..."}]}.
-type apiError struct {
+type APIError struct {
 	Method, Path string
 	Status       int
 	Detail       string
 }
 
-func (e *apiError) Error() string {
+func (e *APIError) Error() string {
 	return fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, e.Detail)
 }
 
-// do sends in as the JSON body (nil: no body) and decodes the answer into
+// Do sends in as the JSON body (nil: no body) and decodes the answer into
 // out (nil: ignore it).
-func (c *client) do(ctx context.Context, method, path string, in, out any) error {
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -50,13 +55,13 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 			return fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
 	}
-	return c.send(ctx, method, path, "application/json", body, out)
+	return c.Send(ctx, method, path, "application/json", body, out)
 }
 
-// send sends a body of the given content type and decodes the JSON answer
+// Send sends a body of the given content type and decodes the JSON answer
 // into out. GETs are retried on network errors and 5xx, as the ART client
 // does; POSTs never are (they carry no idempotency key).
-func (c *client) send(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+func (c *Client) Send(ctx context.Context, method, path, contentType string, body []byte, out any) error {
 	attempts := 1
 	if method == http.MethodGet {
 		attempts = 3
@@ -74,7 +79,7 @@ func (c *client) send(ctx context.Context, method, path, contentType string, bod
 	return err
 }
 
-func (c *client) once(ctx context.Context, method, path, contentType string, body []byte, out any) (retry bool, err error) {
+func (c *Client) once(ctx context.Context, method, path, contentType string, body []byte, out any) (retry bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return false, err
@@ -93,7 +98,7 @@ func (c *client) once(ctx context.Context, method, path, contentType string, bod
 		return true, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode >= 500, &apiError{Method: method, Path: path, Status: resp.StatusCode, Detail: detailOf(raw)}
+		return resp.StatusCode >= 500, &APIError{Method: method, Path: path, Status: resp.StatusCode, Detail: detailOf(raw)}
 	}
 	if out == nil {
 		return false, nil
@@ -130,8 +135,8 @@ func detailOf(raw []byte) string {
 	return string(e.Detail)
 }
 
-// model is the answer of POST /v1/preview/models.
-type model struct {
+// Model is the answer of POST /v1/preview/models.
+type Model struct {
 	ID        string `json:"id"`
 	Entity    string `json:"entity"`
 	Project   string `json:"project"`
@@ -139,26 +144,26 @@ type model struct {
 	BaseModel string `json:"base_model"`
 }
 
-// registerModel creates the model or returns the existing one, sending all
+// RegisterModel creates the model or returns the existing one, sending all
 // five keys as the ART client does.
-func (c *client) registerModel(ctx context.Context, project, name, base string) (*model, error) {
-	var m model
-	err := c.do(ctx, http.MethodPost, "/preview/models", map[string]any{
+func (c *Client) RegisterModel(ctx context.Context, project, name, base string) (*Model, error) {
+	var m Model
+	err := c.Do(ctx, http.MethodPost, "/preview/models", map[string]any{
 		"entity": nil, "project": project, "name": name, "base_model": base, "return_existing": true,
 	}, &m)
 	return &m, err
 }
 
-// newestStep is the step of the model's newest checkpoint, 0 (the base
+// NewestStep is the step of the model's newest checkpoint, 0 (the base
 // model) when it has none.
-func (c *client) newestStep(ctx context.Context, modelID string) (int, error) {
+func (c *Client) NewestStep(ctx context.Context, modelID string) (int, error) {
 	var page struct {
 		Data []struct {
 			Step int `json:"step"`
 		} `json:"data"`
 	}
 	path := "/preview/models/" + url.PathEscape(modelID) + "/checkpoints?limit=1&order=desc"
-	if err := c.do(ctx, http.MethodGet, path, nil, &page); err != nil {
+	if err := c.Do(ctx, http.MethodGet, path, nil, &page); err != nil {
 		return 0, err
 	}
 	if len(page.Data) == 0 {
@@ -167,16 +172,29 @@ func (c *client) newestStep(ctx context.Context, modelID string) (int, error) {
 	return page.Data[0].Step, nil
 }
 
-// job is GET /v1/preview/training-jobs/{id}: status and progress.
-type job struct {
+// Job is GET /v1/preview/training-jobs/{id}: status and progress.
+type Job struct {
 	ID          string `json:"id"`
 	Status      string `json:"status"`
 	CurrentStep int    `json:"current_step"`
 	TotalSteps  int    `json:"total_steps"`
 }
 
-func (c *client) getJob(ctx context.Context, id string) (*job, error) {
-	var j job
-	err := c.do(ctx, http.MethodGet, "/preview/training-jobs/"+url.PathEscape(id), nil, &j)
+// GetJob reads a training job's status and progress.
+func (c *Client) GetJob(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	err := c.Do(ctx, http.MethodGet, "/preview/training-jobs/"+url.PathEscape(id), nil, &j)
 	return &j, err
+}
+
+// LogGroups stores scored trajectory groups under a split ("val") and
+// returns the metrics the service computed.
+func (c *Client) LogGroups(ctx context.Context, modelID, split string, groups any) (map[string]float64, error) {
+	var out struct {
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	err := c.Do(ctx, http.MethodPost, "/preview/models/"+url.PathEscape(modelID)+"/log", map[string]any{
+		"model_id": modelID, "split": split, "trajectory_groups": groups,
+	}, &out)
+	return out.Metrics, err
 }

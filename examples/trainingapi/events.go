@@ -1,4 +1,4 @@
-package main
+package trainingapi
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// event is one item of GET /v1/preview/training-jobs/{id}/events.
-type event struct {
+// Event is one item of GET /v1/preview/training-jobs/{id}/events.
+type Event struct {
 	ID   string         `json:"id"`
 	Type string         `json:"type"`
 	Data map[string]any `json:"data"`
@@ -20,19 +20,19 @@ type event struct {
 
 // eventPage is the paginated list the events route answers.
 type eventPage struct {
-	Data    []event `json:"data"`
+	Data    []Event `json:"data"`
 	LastID  string  `json:"last_id"`
 	HasMore bool    `json:"has_more"`
 }
 
-// waitForJob follows a training job's events the way the ART client does:
+// WaitForJob follows a training job's events the way the ART client does:
 // every second it lists the events after a cursor, but it keeps re-reading
 // from the start until the first gradient_step has arrived (the first page
 // is stable, so nothing is seen twice out of order). It prints a progress
 // line per gradient step (with the named metrics) and returns at the first
 // terminal event: the data of every gradient_step, or an error carrying
 // training_failed's message.
-func (c *client) waitForJob(ctx context.Context, jobID string, out io.Writer, metrics ...string) ([]map[string]any, error) {
+func (c *Client) WaitForJob(ctx context.Context, jobID string, out io.Writer, metrics ...string) ([]map[string]any, error) {
 	var (
 		after    string // the cursor: the last event handled once a gradient_step was seen
 		seen     = map[string]bool{}
@@ -48,7 +48,7 @@ func (c *client) waitForJob(ctx context.Context, jobID string, out io.Writer, me
 			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
-		events, err := c.eventsAfter(ctx, endpoint, after)
+		events, err := c.EventsAfter(ctx, endpoint, after)
 		if err != nil {
 			return nil, err
 		}
@@ -85,17 +85,17 @@ func (c *client) waitForJob(ctx context.Context, jobID string, out io.Writer, me
 	}
 }
 
-// eventsAfter reads every event after the cursor (all of them when it is
+// EventsAfter reads every event after the cursor (all of them when it is
 // empty), following has_more page by page.
-func (c *client) eventsAfter(ctx context.Context, endpoint, after string) ([]event, error) {
-	var all []event
+func (c *Client) EventsAfter(ctx context.Context, endpoint, after string) ([]Event, error) {
+	var all []Event
 	for {
 		q := url.Values{"limit": {"100"}}
 		if after != "" {
 			q.Set("after", after)
 		}
 		var page eventPage
-		if err := c.do(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil, &page); err != nil {
+		if err := c.Do(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Data...)
