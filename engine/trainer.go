@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -132,8 +133,13 @@ func (t *Trainer) forward(ctx context.Context, seqs []Sequence, idx []int, lora 
 		opt.Arena = &t.arena
 	}
 	p, err := t.base.w.Forward(ctx, toks, opt)
-	if err != nil {
+	switch {
+	case errors.Is(err, model.ErrInput):
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	case err != nil:
+		// A cancelled or expired ctx is not the data's fault: callers
+		// (the training activity) must see ctx.Err() to retry or stop.
+		return nil, err
 	}
 	return p, nil
 }
