@@ -35,6 +35,8 @@ var testBase struct {
 // bases serves the built-in test model.
 type bases struct{}
 
+// Base opens the test model once per test binary; any other name is
+// ENOTFOUND.
 func (bases) Base(_ context.Context, name string) (*engine.Base, error) {
 	if name != testBaseName {
 		return nil, trainyard.Errorf(trainyard.ENOTFOUND, "base model %q not found", name)

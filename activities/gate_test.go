@@ -16,6 +16,7 @@ type fakeWorkflows struct {
 	started []string
 }
 
+// DescribeJob answers from states; any other job's workflow is running.
 func (w *fakeWorkflows) DescribeJob(_ context.Context, jobID string) (WorkflowState, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -25,6 +26,7 @@ func (w *fakeWorkflows) DescribeJob(_ context.Context, jobID string) (WorkflowSt
 	return WorkflowState{Exists: true, Running: true, Status: "Running"}, nil
 }
 
+// StartJob records the start and marks the job's workflow running.
 func (w *fakeWorkflows) StartJob(_ context.Context, job *trainyard.Job) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -32,6 +32,7 @@ type fakeWorkflows struct {
 	}
 }
 
+// StartJob records the start, or fails with startErr (Temporal down).
 func (f *fakeWorkflows) StartJob(_ context.Context, job *trainyard.Job) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -42,6 +43,7 @@ func (f *fakeWorkflows) StartJob(_ context.Context, job *trainyard.Job) error {
 	return nil
 }
 
+// CancelJob records the cancellation request.
 func (f *fakeWorkflows) CancelJob(_ context.Context, jobID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -49,6 +51,7 @@ func (f *fakeWorkflows) CancelJob(_ context.Context, jobID string) error {
 	return nil
 }
 
+// JobProgress answers from progress; a job without an entry has no worker.
 func (f *fakeWorkflows) JobProgress(_ context.Context, jobID string) (*workflows.Progress, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -58,6 +61,7 @@ func (f *fakeWorkflows) JobProgress(_ context.Context, jobID string) (*workflows
 	return nil, trainyard.Errorf(trainyard.EUNAVAILABLE, "no worker")
 }
 
+// DescribeJob answers from states; a job without an entry has no workflow.
 func (f *fakeWorkflows) DescribeJob(_ context.Context, jobID string) (workflows.WorkflowState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

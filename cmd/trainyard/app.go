@@ -100,7 +100,7 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		TrainingConcurrency: a.cfg.Worker.TrainingConcurrency,
 	}, a.log.Named("worker"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("worker: %w", err)
 	}
 	rec := &worker.Reconciler{Jobs: a.inf.db, Workflows: a.jobs, Log: a.log.Named("reconciler")}
 	return w, rec, nil

@@ -26,6 +26,26 @@ type infra struct {
 	temporal client.Client
 }
 
+// connectInfra opens what cfg points at: PostgreSQL (migrated), the
+// S3-compatible store at cfg.S3.Endpoint and Temporal at
+// cfg.Temporal.Address. On an error nothing stays open.
+func connectInfra(ctx context.Context, cfg config.Config, log *zap.Logger) (*infra, error) {
+	inf := &infra{}
+	var err error
+	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	if inf.blobs, err = openBlobs(ctx, cfg.S3); err != nil {
+		inf.close()
+		return nil, err
+	}
+	if inf.temporal, err = dialTemporal(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log); err != nil {
+		inf.close()
+		return nil, err
+	}
+	return inf, nil
+}
+
 // openDatabase connects to PostgreSQL and migrates the schema (idempotent
 // and safe when several processes start at once).
 func openDatabase(ctx context.Context, url string) (*postgres.DB, error) {
@@ -42,9 +62,10 @@ func openDatabase(ctx context.Context, url string) (*postgres.DB, error) {
 	return db, nil
 }
 
-// openBlobs connects to the S3-compatible store at endpoint (AWS itself
+// openBlobs connects to the S3-compatible store at c.Endpoint (AWS itself
 // when empty) and creates the bucket if it is missing.
-func openBlobs(ctx context.Context, c config.S3, endpoint string) (*s3.Store, error) {
+func openBlobs(ctx context.Context, c config.S3) (*s3.Store, error) {
+	endpoint := c.Endpoint
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	store, err := s3.New(ctx, s3.Config{

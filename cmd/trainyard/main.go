@@ -60,6 +60,7 @@ func main() {
 // usageError marks a mistake in the command line (exit status 2).
 type usageError struct{ msg string }
 
+// Error returns the message shown with the usage.
 func (e usageError) Error() string { return e.msg }
 
 func exitCode(err error) int {

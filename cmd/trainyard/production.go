@@ -9,25 +9,6 @@ import (
 	"github.com/trainyard/trainyard/internal/config"
 )
 
-// connectProduction opens the external infrastructure of `api` and
-// `worker`: PostgreSQL (migrated), S3 and Temporal.
-func connectProduction(ctx context.Context, cfg config.Config, log *zap.Logger) (*infra, error) {
-	inf := &infra{}
-	var err error
-	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return nil, err
-	}
-	if inf.blobs, err = openBlobs(ctx, cfg.S3, cfg.S3.Endpoint); err != nil {
-		inf.close()
-		return nil, err
-	}
-	if inf.temporal, err = dialTemporal(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log); err != nil {
-		inf.close()
-		return nil, err
-	}
-	return inf, nil
-}
-
 // runAPI is `trainyard api`: the HTTP API alone. Training runs on
 // `trainyard worker` processes; /v1/system-check reports whether any poll.
 func runAPI(ctx context.Context, args []string, _ io.Writer) error {
@@ -41,7 +22,7 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 		return err
 	}
 	defer hs.close()
-	inf, err := connectProduction(ctx, cfg, log)
+	inf, err := connectInfra(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -59,7 +40,7 @@ func runWorker(ctx context.Context, args []string, _ io.Writer) error {
 		return err
 	}
 	defer syncLogger(log)
-	inf, err := connectProduction(ctx, cfg, log)
+	inf, err := connectInfra(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

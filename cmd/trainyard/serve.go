@@ -42,8 +42,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer hs.close()
 
-	temporalAddr, uiURL := cfg.Temporal.Address, ""
-	if temporalAddr == "" {
+	// Embedded services fill in the addresses left unconfigured.
+	uiURL := ""
+	if cfg.Temporal.Address == "" {
 		stack, err := devstack.Start(ctx, devstack.Config{
 			DataDir:      filepath.Join(cfg.DataDir, "temporal"),
 			FrontendAddr: cfg.Temporal.FrontendAddr,
@@ -56,11 +57,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("embedded Temporal: %w", err)
 		}
 		defer closeLogged(log, "embedded Temporal", stack.Close)
-		temporalAddr, uiURL = stack.FrontendAddr(), stack.UIURL()
+		cfg.Temporal.Address, uiURL = stack.FrontendAddr(), stack.UIURL()
 	}
-
-	s3Endpoint := cfg.S3.Endpoint
-	if s3Endpoint == "" {
+	if cfg.S3.Endpoint == "" {
 		if cfg.S3.AccessKeyID == "" {
 			cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = embeddedS3AccessKey, embeddedS3SecretKey
 		}
@@ -77,20 +76,14 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("embedded S3: %w", err)
 		}
 		defer closeLogged(log, "embedded S3", func() error { return gw.Close(context.Background()) })
-		s3Endpoint = gw.Endpoint()
+		cfg.S3.Endpoint = gw.Endpoint()
 	}
 
-	inf := &infra{}
+	inf, err := connectInfra(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
 	defer inf.close()
-	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return err
-	}
-	if inf.blobs, err = openBlobs(ctx, cfg.S3, s3Endpoint); err != nil {
-		return err
-	}
-	if inf.temporal, err = dialTemporal(ctx, temporalAddr, cfg.Temporal.Namespace, log); err != nil {
-		return err
-	}
 	key, err := ensureDefaultKey(ctx, inf.db, cfg)
 	if err != nil {
 		return err
@@ -102,14 +95,14 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := w.Start(); err != nil {
-		return err
+		return fmt.Errorf("start the worker: %w", err)
 	}
 	defer w.Stop()
 	go rec.Run(ctx)
 
 	printBanner(stdout, banner{
-		API: hs.URL(), Key: key, TemporalUI: uiURL, Temporal: temporalAddr, Namespace: cfg.Temporal.Namespace,
-		S3: s3Endpoint, Bucket: cfg.S3.Bucket, DataDir: cfg.DataDir, Took: time.Since(started),
+		API: hs.URL(), Key: key, TemporalUI: uiURL, Temporal: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace,
+		S3: cfg.S3.Endpoint, Bucket: cfg.S3.Bucket, DataDir: cfg.DataDir, Took: time.Since(started),
 	})
 	err = hs.run(ctx, a.apiHandler())
 	log.Info("shutting down")
