@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"math/big"
 	"strings"
 
@@ -122,7 +123,7 @@ func (db *DB) Authenticate(ctx context.Context, plaintext string) (*trainyard.Ac
 func generateKey() (string, error) {
 	var b [keyRandBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+		return "", fmt.Errorf("generate API key: %w", err)
 	}
 	return keyPrefix + new(big.Int).SetBytes(b[:]).Text(62), nil
 }
