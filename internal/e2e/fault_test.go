@@ -23,6 +23,7 @@ var faultOptions = stackOptions{
 // middle of an SFT job, starts another, and checks that the job completes
 // with exactly one new checkpoint and a gap-free, duplicate-free event list.
 func TestWorkerKilledMidJob(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, faultOptions)
 	model := s.createModel("fault")
 	up := s.mustCall("POST", "/v1/preview/files?project=e2e&name=sums", sftJSONL(16))

@@ -53,6 +53,7 @@ func types(evs []event) []string {
 }
 
 func TestRLJobsEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	model := s.createModel("rl")
@@ -96,6 +97,7 @@ func TestRLJobsEndToEnd(t *testing.T) {
 }
 
 func TestSFTJobEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	model := s.createModel("sft")
@@ -124,6 +126,7 @@ func TestSFTJobEndToEnd(t *testing.T) {
 // TestLongSFTJobContinuesAsNew runs an SFT job whose workflow continues as
 // new every two Train activities (one step each), so it spans three runs.
 func TestLongSFTJobContinuesAsNew(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{
 		Workflow:   workflows.Options{TrainActivitiesPerRun: 2},
 		Activities: activities.Config{ChunkDuration: time.Nanosecond},

@@ -11,6 +11,7 @@ import (
 // trajectories with rewards, train one RL step, and sample the trained
 // checkpoint, whose logprobs differ from the base model's.
 func TestSampleTrainServe(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	modelID := s.createModel("loop")

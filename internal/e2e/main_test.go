@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,7 +56,12 @@ func temporalServer(t testing.TB) *devstack.Stack {
 	return temporal.stack
 }
 
-// taskQueue returns a task queue no other test uses.
-func taskQueue(t testing.TB) string {
-	return fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+// queues counts the task queues handed out, so tests running in parallel
+// never share one.
+var queues atomic.Int64
+
+// taskQueue returns a task queue no other test uses (nor an earlier run
+// against the same server).
+func taskQueue() string {
+	return fmt.Sprintf("e2e-%d-%d", time.Now().UnixNano(), queues.Add(1))
 }

@@ -27,6 +27,7 @@ func (s *stack) longSFT(model string, conversations, epochs int) string {
 }
 
 func TestCancelRunningJob(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{Activities: activities.Config{ChunkDuration: 500 * time.Millisecond}})
 	s.startWorker()
 	model := s.createModel("cancel")
@@ -78,6 +79,7 @@ func TestCancelRunningJob(t *testing.T) {
 // back (as an operator would in the Temporal UI): reading the job closes
 // it, and the next job on the model is not blocked.
 func TestTerminatedFromTemporal(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{Activities: activities.Config{ChunkDuration: 500 * time.Millisecond, PollInterval: 100 * time.Millisecond}})
 	s.startWorker()
 	model := s.createModel("terminate")
@@ -101,6 +103,7 @@ func TestTerminatedFromTemporal(t *testing.T) {
 }
 
 func TestIdempotentSubmit(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	model := s.createModel("idem")
@@ -135,6 +138,7 @@ func TestIdempotentSubmit(t *testing.T) {
 // TestConcurrentJobsOnOneModelAreSerialised submits three RL jobs at once:
 // they run in creation order and write checkpoints 1, 2, 3.
 func TestConcurrentJobsOnOneModelAreSerialised(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{Activities: activities.Config{PollInterval: 100 * time.Millisecond}})
 	s.startWorker()
 	s.startWorker() // two workers: nothing but the gate keeps the jobs apart
@@ -163,6 +167,7 @@ func TestConcurrentJobsOnOneModelAreSerialised(t *testing.T) {
 // when Temporal does not answer (row and input, no workflow); the worker's
 // reconciler starts it.
 func TestJobAcceptedWhileTemporalWasDown(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	model := s.createModel("orphan")
@@ -186,6 +191,7 @@ func TestJobAcceptedWhileTemporalWasDown(t *testing.T) {
 }
 
 func TestBadTrainingDataFailsTheJob(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	model := s.createModel("bad")

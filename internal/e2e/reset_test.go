@@ -53,6 +53,7 @@ func (s *stack) resetToFirstTrain(jobID string) string {
 // running job re-trains from the reset point and completes with the same
 // gap-free events and one checkpoint; a completed job stays completed.
 func TestResetFromTemporal(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{Activities: activities.Config{ChunkDuration: 300 * time.Millisecond, SaveInterval: 100 * time.Millisecond}})
 	s.startWorker()
 	model := s.createModel("reset")

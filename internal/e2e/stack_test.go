@@ -61,7 +61,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	t.Helper()
 	ctx := context.Background()
 	st := temporalServer(t)
-	s := &stack{t: t, opts: opts, queue: taskQueue(t), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
+	s := &stack{t: t, opts: opts, queue: taskQueue(), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
 	s.dbURL = pgtest.URL(t)
 	var err error
 	if s.db, err = postgres.Open(ctx, s.dbURL); err != nil {
