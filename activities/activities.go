@@ -103,6 +103,9 @@ type Config struct {
 	AllowFileURLs bool
 	// MaxDataBytes bounds SFT training data (256 MiB).
 	MaxDataBytes int64
+	// DownloadStallTimeout fails an http(s) download attempt that receives
+	// nothing for this long (1 min); the attempt is retried.
+	DownloadStallTimeout time.Duration
 }
 
 func (c *Config) applyDefaults() {
@@ -117,6 +120,7 @@ func (c *Config) applyDefaults() {
 	def(&c.SaveInterval, 5*time.Second)
 	def(&c.ProgressInterval, time.Second)
 	def(&c.HeartbeatInterval, 2*time.Second)
+	def(&c.DownloadStallTimeout, time.Minute)
 	if c.MaxDataBytes <= 0 {
 		c.MaxDataBytes = 256 << 20
 	}

@@ -35,6 +35,10 @@ func (a *Activities) Prepare(ctx context.Context, in PrepareInput) (*PrepareResu
 	if err != nil {
 		return nil, err
 	}
+	// Downloading and tokenising can outlast the heartbeat timeout; the
+	// heartbeats also deliver a cancellation of the job while it prepares.
+	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, 0)
+	defer ka.close()
 	if job.Kind != in.Kind {
 		return nil, invalidf("job %s is a %s job, not %s", job.ID, job.Kind, in.Kind)
 	}

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
-
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/trainyard/trainyard"
 )
@@ -131,23 +128,7 @@ func (a *Activities) openURL(ctx context.Context, model *trainyard.Model, raw st
 		}
 		return f, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
-	if err != nil {
-		return nil, invalidf("training_data_url: %v", err)
-	}
-	resp, err := a.d.HTTP.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("download training data: %w", err) // retried: the host may come back
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		msg := fmt.Sprintf("training_data_url answered HTTP %d", resp.StatusCode)
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			return nil, errors.New(msg)
-		}
-		return nil, temporal.NewNonRetryableApplicationError(msg, ErrInvalidInput, nil)
-	}
-	return resp.Body, nil
+	return a.download(ctx, raw)
 }
 
 // readLimited reads r up to the configured data limit.
