@@ -239,6 +239,13 @@ func TestGetURL(t *testing.T) {
 	wantCode(t, err, trainyard.ENOTFOUND)
 	_, err = st.GetURL(ctx, "s3://no-such-bucket-trainyard/x")
 	wantCode(t, err, trainyard.ENOTFOUND)
+	// A bucket name the server rejects (400 InvalidBucketName) is the
+	// user's mistake, not an outage to retry.
+	_, err = st.GetURL(ctx, "s3://x/y")
+	wantCode(t, err, trainyard.EINVALID)
+	if msg := trainyard.ErrorMessage(err); !strings.Contains(msg, "s3://x/y") || !strings.Contains(msg, "HTTP 400") {
+		t.Fatalf("message %q names neither the URL nor the status", msg)
+	}
 	for _, bad := range []string{
 		"", "train.jsonl", "https://example.com/x", "s3://", "s3:///key", "s3://bucket", "s3://bucket/",
 		"s3://bucket/dir/", "s3://user:pw@bucket/key", "s3://bucket/key?versionId=1", "file:///etc/passwd",

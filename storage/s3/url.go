@@ -2,9 +2,13 @@ package s3
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/trainyard/trainyard"
 )
@@ -26,5 +30,16 @@ func (s *Store) GetURL(ctx context.Context, rawURL string) (io.ReadCloser, error
 	if u.Host == s.bucket && (strings.HasPrefix(key, modelsPrefix) || strings.HasPrefix(key, jobsPrefix) || strings.HasPrefix(key, filesPrefix)) {
 		return nil, trainyard.Errorf(trainyard.EINVALID, "S3 URL %q points into trainyard's own checkpoint and job objects", rawURL)
 	}
-	return s.get(ctx, u.Host, key)
+	rc, err := s.get(ctx, u.Host, key)
+	if st := statusOf(err); st >= 400 && st < 500 && st != http.StatusNotFound && st != http.StatusRequestTimeout && st != http.StatusTooManyRequests {
+		// The URL is the user's: a bucket name the server rejects or an
+		// object it will not let us read does not get better on retry.
+		reason := http.StatusText(st)
+		var ae smithy.APIError
+		if errors.As(err, &ae) {
+			reason = ae.ErrorCode() + ": " + ae.ErrorMessage()
+		}
+		return nil, trainyard.WrapError(trainyard.EINVALID, err, "S3 refused %s (HTTP %d, %s)", rawURL, st, reason)
+	}
+	return rc, err
 }
