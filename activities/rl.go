@@ -100,6 +100,24 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 	if settings.LRByRewardStd {
 		lr *= metrics["reward_std_dev"]
 	}
+	// Finite but huge rewards or metrics (say ±1e308) overflow their mean,
+	// standard deviation or the advantages: say so now rather than fail
+	// later on a NaN advantage or an event that cannot be stored.
+	for k, v := range metrics {
+		if !finite(v) {
+			return nil, 0, invalidf("the trajectory groups' %s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v)
+		}
+	}
+	for gi := range adv {
+		for ti, v := range adv[gi] {
+			if !finite(v) {
+				return nil, 0, invalidf("trajectory_groups[%d].trajectories[%d]: the advantage is %v: rewards are too large to normalise; keep them well inside ±1e300", gi, ti, v)
+			}
+		}
+	}
+	if !finite(lr) {
+		return nil, 0, invalidf("the learning rate after scaling is %v; check the learning rate multipliers", lr)
+	}
 	batch := make([]int, len(p.Samples))
 	for i := range batch {
 		batch[i] = i

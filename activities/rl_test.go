@@ -147,6 +147,10 @@ func TestPrepareRLRejectsUnusableInput(t *testing.T) {
 	cases := map[string]string{
 		`{"trajectory_groups": []}`: "trajectory_groups is empty",
 		`{"trajectory_groups": [{"trajectories": [{"messages_and_choices": [{"role": "robot", "content": "x"}], "reward": 1}, {"messages_and_choices": [], "reward": 0}]}]}`: "trajectory_groups[0].trajectories[0]: messages_and_choices[0]: role \"robot\"",
+		// Finite rewards whose spread overflows: before, the job failed only
+		// when its gradient_step event could not be stored.
+		hugeRewards(1e308, -1e308): "reward_std_dev is +Inf: rewards or metrics are too large to average",
+		hugeRewards(1e308, 1e308):  "too large to average",
 	}
 	for input, want := range cases {
 		job := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, []byte(input))
@@ -155,4 +159,16 @@ func TestPrepareRLRejectsUnusableInput(t *testing.T) {
 			t.Fatalf("err = %v, want %q", err, want)
 		}
 	}
+}
+
+// hugeRewards is a group of two trainable trajectories with rewards r1, r2.
+func hugeRewards(r1, r2 float64) string {
+	traj := func(r float64) map[string]any {
+		return map[string]any{"reward": r, "messages_and_choices": []any{
+			map[string]any{"role": "user", "content": "a"},
+			map[string]any{"finish_reason": "stop", "index": 0, "message": map[string]any{"role": "assistant", "content": "b"}},
+		}}
+	}
+	b, _ := json.Marshal(map[string]any{"trajectory_groups": []any{map[string]any{"trajectories": []any{traj(r1), traj(r2)}}}})
+	return string(b)
 }
