@@ -1,7 +1,10 @@
 package api
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"sort"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
@@ -43,7 +46,13 @@ func (s *Server) logTrajectories(c *gin.Context) {
 	}
 	body, _ := root.Model()
 	split, _ := body.Field("split").String(splitRules...)
-	groups := parseTrajectoryGroups(body.Field("trajectory_groups"))
+	groupsNode := body.Field("trajectory_groups")
+	groups := parseTrajectoryGroups(groupsNode)
+	var metrics map[string]float64
+	if errs.Len() == 0 {
+		metrics = trainyard.LogMetrics(split, groups.Groups)
+		checkFiniteMetrics(groupsNode, metrics)
+	}
 	if err := errs.Err(); err != nil {
 		s.writeError(c, err)
 		return
@@ -67,7 +76,7 @@ func (s *Server) logTrajectories(c *gin.Context) {
 		ModelID:         id,
 		Split:           split,
 		Step:            step,
-		Metrics:         trainyard.LogMetrics(split, groups.Groups),
+		Metrics:         metrics,
 		NumGroups:       len(groups.Groups),
 		NumTrajectories: groups.Count(),
 	}
@@ -87,4 +96,22 @@ func (s *Server) logTrajectories(c *gin.Context) {
 		ID: rec.ID, ModelID: id, Split: split, Step: step,
 		NumGroups: rec.NumGroups, NumTrajectories: rec.NumTrajectories, Metrics: rec.Metrics,
 	})
+}
+
+// checkFiniteMetrics fails node when a metric computed from finite inputs
+// overflowed (rewards of ±1e308 have an infinite mean or spread): the
+// client hears which one at ["body", "trajectory_groups"] instead of a
+// storage error without a location.
+func checkFiniteMetrics(node validate.Node, metrics map[string]float64) {
+	keys := make([]string, 0, len(metrics))
+	for k := range metrics {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v := metrics[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+			node.Invalid(fmt.Sprintf("%s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v))
+			return
+		}
+	}
 }

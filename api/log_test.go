@@ -186,6 +186,9 @@ func TestLogRejectsBadBodies(t *testing.T) {
 			[]string{`["body","trajectory_groups",0,"trajectories",0,"reward"] finite_number`}},
 		{`{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[],"reward":1,"metrics":{"a\u0000b":1}}]}]}`,
 			[]string{`["body","trajectory_groups",0,"trajectories",0,"metrics","a\u0000b"] value_error`}},
+		// Finite rewards whose mean and spread overflow.
+		{`{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[],"reward":1e308},{"messages_and_choices":[],"reward":1e308}]}]}`,
+			[]string{`["body","trajectory_groups"] value_error`}},
 	} {
 		res := e.call("POST", path, c.body)
 		if got := locs(t, res.Errors(t)); !reflect.DeepEqual(got, c.want) {
