@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
 )
 
 // health answers while the process serves: GET /v1/health.
@@ -76,11 +79,25 @@ func (s *Server) probe(parent context.Context, hc HealthCheck) checkResult {
 	}
 	r := checkResult{Success: err == nil, Duration: float64(time.Since(start).Microseconds()) / 1000}
 	if err != nil {
-		msg := err.Error()
+		msg := checkError(err)
 		if len(msg) > maxCheckError {
 			msg = strings.ToValidUTF8(msg[:maxCheckError], "") + "..."
 		}
 		r.Error = &msg
 	}
 	return r
+}
+
+// checkError is a probe's error as an operator reads it: a trainyard error
+// on top reads "message: cause", without the "trainyard error: code=..."
+// frame of its Error method.
+func checkError(err error) string {
+	var e *trainyard.Error
+	if !errors.As(err, &e) || e != err {
+		return err.Error()
+	}
+	if e.Err == nil {
+		return e.Message
+	}
+	return e.Message + ": " + e.Err.Error()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api"
 )
 
@@ -70,6 +71,10 @@ func TestSystemCheckFailureIs503(t *testing.T) {
 			api.HealthCheck{Name: "queue:trainyard-cpu", Check: func(context.Context) error {
 				panic("probe bug")
 			}},
+			// A store's typed error reads as its message and cause.
+			api.HealthCheck{Name: "storage", Check: func(context.Context) error {
+				return trainyard.WrapError(trainyard.EUNAVAILABLE, errors.New("dial tcp: connection refused"), "ping database: database unavailable")
+			}},
 		)
 	})
 	res := e.call("GET", "/v1/system-check", nil, as(""))
@@ -79,6 +84,7 @@ func TestSystemCheckFailureIs503(t *testing.T) {
 		"temporal":            "dial tcp 127.0.0.1:7233: connection refused",
 		"queue:trainyard-gpu": "timed out after 100ms",
 		"queue:trainyard-cpu": "check panicked: probe bug",
+		"storage":             "ping database: database unavailable: dial tcp: connection refused",
 	}
 	for name, want := range wantErr {
 		c := body[name].(map[string]any)
