@@ -86,7 +86,7 @@ type S3 struct {
 // Chat configures chat completions serving.
 type Chat struct {
 	// Concurrency caps generations in flight (TRAINYARD_CHAT_CONCURRENCY);
-	// 0 is the serving package's default (2 × cores).
+	// 0 is the serving package's default (8 × cores: requests on one model share batched decoding steps).
 	Concurrency int
 	// PerAccountConcurrency caps one account's generations
 	// (TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT); 0 means Concurrency.
