@@ -24,15 +24,19 @@ func Finalize(ctx context.Context, jobs trainyard.JobStore, events trainyard.Eve
 	if !status.Terminal() || status == trainyard.JobCompleted {
 		return fmt.Errorf("finalize job %s: status %s is not a failure status", jobID, status)
 	}
-	_, err := appendTerminal(ctx, events, jobID, trainyard.EventTrainingFailed, map[string]any{"error_message": message})
+	seq, err := appendTerminal(ctx, events, jobID, trainyard.EventTrainingFailed, map[string]any{"error_message": message})
 	if isCode(err, trainyard.ENOTFOUND) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("finalize job %s: %w", jobID, err)
 	}
+	// The progress row trails the events by up to a ProgressInterval; the
+	// closed job reports every gradient_step it recorded (training_started
+	// is seq 1, step n's gradient_step seq n+1, then the terminal event).
+	done := max(seq-2, 0)
 	now := time.Now().UTC()
-	err = jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{Status: &status, Error: &message, FinishedAt: &now})
+	err = jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{Status: &status, Error: &message, FinishedAt: &now, CurrentStep: &done})
 	if err != nil && !isCode(err, trainyard.ENOTFOUND) {
 		return fmt.Errorf("finalize job %s: %w", jobID, err)
 	}
