@@ -22,3 +22,20 @@ func Axpy(alpha float32, x, y []float32) {
 func Scale(alpha float32, x []float32) {
 	scale(alpha, x)
 }
+
+// Max returns the largest element of x (NaN if x holds one); x must not be empty.
+func Max(x []float32) float32 {
+	if len(x) == 0 {
+		panic("linalg.Max: empty slice")
+	}
+	return maxOf(x)
+}
+
+// ExpSum sets dst[i] = exp(src[i] − shift) and returns the sum of those values (accumulated in lanes, so the
+// order is fixed by the length alone); dst and src must have the same length and may be the same slice.
+func ExpSum(dst, src []float32, shift float32) float32 {
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("linalg.ExpSum: lengths %d and %d differ", len(dst), len(src)))
+	}
+	return expSum(dst, src, shift)
+}

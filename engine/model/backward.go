@@ -65,7 +65,7 @@ func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Gr
 // blockBack turns dx (gradient w.r.t. the block output) into the gradient w.r.t. its input, in place.
 // needDX=false skips the input gradient of the attention half (layer 0 without embedding gradients).
 func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bool, sc *backScratch) {
-	c, N := p.w.Cfg, p.N
+	c := p.w.Cfg
 	ly := &p.w.Layers[l]
 	var gl *Layer
 	if g.W != nil {
@@ -74,7 +74,7 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	// MLP: out = x2 + down(silu(gate(h2))·up(h2)), h2 = norm(x2).
 	da, dg, du, dh2 := sc.da, sc.dg, sc.du, sc.dh
 	p.linearBack(l, ModDown, lc, lc.a, dx, da, 0, g, true)
-	swigluBack(dg, du, da, lc.g, lc.u)
+	swigluBack(dg, du, da, lc.g, lc.u, c.Hidden)
 	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
 	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
 	rmsNormBack(dx, normGrad(gl, false), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim)
@@ -84,10 +84,7 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	clear(dk)
 	clear(dv)
 	p.attentionBack(lc, datt, dq, dk, dv)
-	for t := 0; t < N; t++ {
-		p.w.rope.apply(dq[t*c.QDim():(t+1)*c.QDim()], c.Heads, p.pos[t], true)
-		p.w.rope.apply(dk[t*c.KVDim():(t+1)*c.KVDim()], c.KVHeads, p.pos[t], true)
-	}
+	p.w.rope.applyRows(dq, dk, c.Heads, c.KVHeads, p.pos, true)
 	dh1 := sc.dh
 	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
 	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)

@@ -116,7 +116,7 @@ func (p *Pass) run(ctx context.Context, x []float32) error {
 	p.xOut = x
 	p.rf = p.opt.Arena.dirty(p.N)
 	p.hf = p.opt.Arena.dirty(p.N * c.Dim)
-	rmsNorm(p.hf, x, p.w.FinalNorm, p.rf, c.Dim, c.NormEps)
+	rmsNorm(p.hf, x, p.w.FinalNorm, p.rf, nil, c.Dim, c.NormEps)
 	return nil
 }
 
@@ -137,18 +137,23 @@ func (p *Pass) newLayerCache() *layerCache {
 }
 
 // block runs one decoder layer on x and returns its output (a new buffer when activations are kept,
-// otherwise x updated in place).
+// otherwise x updated in place). With activations kept, the residual copies the two sublayers add into are
+// written by the norms that read their rows anyway.
 func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	c := p.w.Cfg
 	ly := &p.w.Layers[l]
-	rmsNorm(lc.h1, x, ly.AttnNorm, lc.r1, c.Dim, c.NormEps)
+	x2, out := x, x
+	var cp1 []float32
+	if p.opt.Keep {
+		lc.x = x
+		x2 = p.opt.Arena.dirty(len(x))
+		cp1 = x2
+	}
+	rmsNorm(lc.h1, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps)
 	p.linear(l, ModQ, lc, lc.h1, lc.q, 0)
 	p.linear(l, ModK, lc, lc.h1, lc.k, 0)
 	p.linear(l, ModV, lc, lc.h1, lc.v, 0)
-	for t := 0; t < p.N; t++ {
-		p.w.rope.apply(lc.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, p.pos[t], false)
-		p.w.rope.apply(lc.k[t*c.KVDim():(t+1)*c.KVDim()], c.KVHeads, p.pos[t], false)
-	}
+	p.w.rope.applyRows(lc.q, lc.k, c.Heads, c.KVHeads, p.pos, false)
 	if p.opt.OnKV != nil {
 		p.opt.OnKV(l, lc.k, lc.v)
 	}
@@ -157,22 +162,17 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	} else {
 		p.attention(lc)
 	}
-	x2, out := x, x
-	if p.opt.Keep {
-		lc.x = x
-		x2 = p.opt.Arena.dirty(len(x))
-		copy(x2, x)
-	}
 	p.linear(l, ModO, lc, lc.att, x2, 1)
 	lc.x2 = x2
-	rmsNorm(lc.h2, x2, ly.MLPNorm, lc.r2, c.Dim, c.NormEps)
-	p.linear(l, ModGate, lc, lc.h2, lc.g, 0)
-	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
-	swiglu(lc.a, lc.g, lc.u)
+	var cp2 []float32
 	if p.opt.Keep {
 		out = p.opt.Arena.dirty(len(x))
-		copy(out, x2)
+		cp2 = out
 	}
+	rmsNorm(lc.h2, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps)
+	p.linear(l, ModGate, lc, lc.h2, lc.g, 0)
+	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
+	swiglu(lc.a, lc.g, lc.u, c.Hidden)
 	p.linear(l, ModDown, lc, lc.a, out, 1)
 	return out
 }
@@ -211,7 +211,7 @@ func (p *Pass) attention(lc *layerCache) {
 	c := p.w.Cfg
 	S := len(p.seqs)
 	if p.opt.Keep {
-		lc.probs = make([][]float32, S*c.Heads)
+		p.allocProbs(lc)
 	}
 	group := c.Heads / c.KVHeads
 	parallel(S*c.KVHeads, func(wk, i int) {
@@ -220,8 +220,7 @@ func (p *Pass) attention(lc *layerCache) {
 		for h := kvh * group; h < (kvh+1)*group; h++ {
 			var P []float32
 			if p.opt.Keep {
-				P = make([]float32, T*T)
-				lc.probs[s*c.Heads+h] = P
+				P = lc.probs[s*c.Heads+h]
 			} else {
 				P = p.workerScratch(wk, T*T)
 			}
@@ -240,6 +239,23 @@ func (p *Pass) attention(lc *layerCache) {
 	for s := 0; s < S; s++ {
 		T := int64(p.offs[s+1] - p.offs[s])
 		p.FlopsFwd += 4 * T * T * int64(c.HeadDim*c.Heads)
+	}
+}
+
+// allocProbs carves the attention weights of every (sequence, head) out of one arena buffer (before the
+// workers start: the arena is not safe for concurrent use).
+func (p *Pass) allocProbs(lc *layerCache) {
+	H := p.w.Cfg.Heads
+	lc.probs = make([][]float32, len(p.seqs)*H)
+	total := 0
+	for s := range p.seqs {
+		T := p.offs[s+1] - p.offs[s]
+		total += H * T * T
+	}
+	buf := p.opt.Arena.dirty(total)
+	for i := range lc.probs {
+		T := p.offs[i/H+1] - p.offs[i/H]
+		lc.probs[i], buf = buf[:T*T:T*T], buf[T*T:]
 	}
 }
 

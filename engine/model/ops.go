@@ -6,6 +6,10 @@ import (
 	"github.com/trainyard/trainyard/engine/linalg"
 )
 
+// The row-wise operations below run their rows in parallel through linalg.ParallelRows (on the caller's
+// goroutine for the few rows of a decoding step). Every row is computed by the same code whatever chunk it
+// lands in and nothing is summed across rows in parallel, so results do not depend on the number of workers.
+
 // ropeTable caches cos/sin of position·θ^(-2i/headDim) for every position and frequency.
 type ropeTable struct {
 	half     int
@@ -25,80 +29,126 @@ func newRopeTable(c Config) *ropeTable {
 	return t
 }
 
+// applyRows rotates the q rows ([len(pos) × qHeads·headDim]) and k rows ([len(pos) × kHeads·headDim]) of
+// every position in pos; inverse applies the transpose (the backward pass of the rotation).
+func (t *ropeTable) applyRows(q, k []float32, qHeads, kHeads int, pos []int, inverse bool) {
+	qd, kd := qHeads*2*t.half, kHeads*2*t.half
+	linalg.ParallelRows(len(pos), len(pos)*(qd+kd)*3, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			t.apply(q[r*qd:(r+1)*qd], qHeads, pos[r], inverse)
+			t.apply(k[r*kd:(r+1)*kd], kHeads, pos[r], inverse)
+		}
+	})
+}
+
 // apply rotates every head of row (heads × headDim) at position pos, rotate-half layout:
-// x'[i] = x[i]·cos − x[i+h]·sin, x'[i+h] = x[i+h]·cos + x[i]·sin. inverse applies the transpose (the
-// backward pass of the rotation).
+// x'[i] = x[i]·cos − x[i+h]·sin, x'[i+h] = x[i+h]·cos + x[i]·sin. inverse applies the transpose.
 func (t *ropeTable) apply(row []float32, heads, pos int, inverse bool) {
 	h := t.half
 	cs, sn := t.cos[pos*h:pos*h+h], t.sin[pos*h:pos*h+h]
 	for hd := 0; hd < heads; hd++ {
-		x := row[hd*2*h : hd*2*h+2*h]
-		for i := 0; i < h; i++ {
-			a, b, c, s := x[i], x[i+h], cs[i], sn[i]
-			if inverse {
-				s = -s
+		lo, hi := row[hd*2*h:hd*2*h+h], row[hd*2*h+h:hd*2*h+2*h]
+		lo, hi, cs := lo[:len(sn)], hi[:len(sn)], cs[:len(sn)]
+		if inverse {
+			for i, s := range sn {
+				a, b, c := lo[i], hi[i], cs[i]
+				lo[i] = a*c + b*s
+				hi[i] = b*c - a*s
 			}
-			x[i] = a*c - b*s
-			x[i+h] = b*c + a*s
+			continue
+		}
+		for i, s := range sn {
+			a, b, c := lo[i], hi[i], cs[i]
+			lo[i] = a*c - b*s
+			hi[i] = b*c + a*s
 		}
 	}
 }
 
-// rmsNorm writes y = x·r·g per row with r = 1/sqrt(mean(x²)+eps) and records r per row.
-func rmsNorm(y, x, g, r []float32, dim int, eps float32) {
-	for t := range r {
-		xr := x[t*dim : t*dim+dim]
-		var ss float32
-		for _, v := range xr {
-			ss += v * v
+// rmsNorm writes y = x·r·g per row with r = 1/sqrt(mean(x²)+eps) and records r per row. When cp is not nil
+// it also receives a copy of x (the residual stream the next sublayer adds into), while the row is in cache.
+func rmsNorm(y, x, g, r, cp []float32, dim int, eps float32) {
+	g = g[:dim]
+	linalg.ParallelRows(len(r), len(r)*dim*3, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			xr := x[t*dim : t*dim+dim]
+			inv := float32(1 / math.Sqrt(float64(linalg.Dot(xr, xr)/float32(dim)+eps)))
+			r[t] = inv
+			yr := y[t*dim : t*dim+dim]
+			for i, v := range g {
+				yr[i] = xr[i] * inv * v
+			}
+			if cp != nil {
+				copy(cp[t*dim:t*dim+dim], xr)
+			}
 		}
-		inv := float32(1 / math.Sqrt(float64(ss/float32(dim)+eps)))
-		r[t] = inv
-		yr := y[t*dim : t*dim+dim]
-		for i, v := range xr {
-			yr[i] = v * inv * g[i]
-		}
-	}
+	})
 }
 
 // rmsNormBack adds to dx the gradient through y = x·r·g given dy, and to dg (when non-nil) Σ dy·x·r:
 // dx = r·(dy·g) − x·r³·mean((dy·g)·x).
 func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int) {
-	for t := range r {
-		xr, dyr, dxr := x[t*dim:t*dim+dim], dy[t*dim:t*dim+dim], dx[t*dim:t*dim+dim]
-		inv := r[t]
-		var dot float32
-		for i, v := range xr {
-			dot += dyr[i] * g[i] * v
-		}
-		c := inv * inv * inv * dot / float32(dim)
-		for i, v := range xr {
-			dxr[i] += inv*dyr[i]*g[i] - c*v
-		}
-		if dg != nil {
-			for i, v := range xr {
-				dg[i] += dyr[i] * v * inv
+	g = g[:dim]
+	N := len(r)
+	linalg.ParallelRows(N, N*dim*6, func(lo, hi int) {
+		dyg := make([]float32, dim)
+		for t := lo; t < hi; t++ {
+			xr, dyr, dxr := x[t*dim:t*dim+dim], dy[t*dim:t*dim+dim], dx[t*dim:t*dim+dim]
+			for i, v := range g {
+				dyg[i] = dyr[i] * v
+			}
+			inv := r[t]
+			c := inv * inv * inv * linalg.Dot(dyg, xr) / float32(dim)
+			for i, v := range dyg {
+				dxr[i] += inv*v - c*xr[i]
 			}
 		}
+	})
+	if dg == nil {
+		return
 	}
+	// The scale gradient sums over rows: split by columns instead, each summed over the rows in order.
+	linalg.ParallelRows(dim, N*dim*3, func(lo, hi int) {
+		d := dg[lo:hi]
+		for t, inv := range r {
+			dyr, xr := dy[t*dim+lo:t*dim+hi], x[t*dim+lo:t*dim+hi]
+			for i := range d {
+				d[i] += dyr[i] * xr[i] * inv
+			}
+		}
+	})
 }
 
-// swiglu writes a = silu(g)·u = g·σ(g)·u (σ computed into a first, vectorised in linalg).
-func swiglu(a, g, u []float32) {
-	linalg.Sigmoid(a, g)
-	for i, gv := range g {
-		a[i] *= gv * u[i]
-	}
+// swiglu writes a = silu(g)·u = g·σ(g)·u over rows of width w (σ computed into a first, vectorised in
+// linalg, one row at a time so the row stays in L1).
+func swiglu(a, g, u []float32, w int) {
+	rows := len(g) / w
+	linalg.ParallelRows(rows, len(g)*8, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
+			linalg.Sigmoid(ar, gr)
+			for i, gv := range gr {
+				ar[i] *= gv * ur[i]
+			}
+		}
+	})
 }
 
-// swigluBack writes dg and du from da: d silu(g)/dg = σ(g)·(1 + g·(1 − σ(g))) (σ staged in dg).
-func swigluBack(dg, du, da, g, u []float32) {
-	linalg.Sigmoid(dg, g)
-	for i, gv := range g {
-		s := dg[i]
-		du[i] = da[i] * gv * s
-		dg[i] = da[i] * u[i] * s * (1 + gv*(1-s))
-	}
+// swigluBack writes dg and du from da over rows of width w: d silu(g)/dg = σ(g)·(1 + g·(1 − σ(g))) (σ
+// staged in dg).
+func swigluBack(dg, du, da, g, u []float32, w int) {
+	rows := len(g) / w
+	linalg.ParallelRows(rows, len(g)*12, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			dgr, dur, dar, gr, ur := dg[t*w:t*w+w], du[t*w:t*w+w], da[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
+			linalg.Sigmoid(dgr, gr)
+			for i, gv := range gr {
+				s := dgr[i]
+				dur[i] = dar[i] * gv * s
+				dgr[i] = dar[i] * ur[i] * s * (1 + gv*(1-s))
+			}
+		}
+	})
 }
 
 // softmaxCausalRow turns row[0..=i] into probabilities in place and zeroes row[i+1..].

@@ -7,6 +7,8 @@ package train
 import (
 	"errors"
 	"math"
+
+	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // ErrNonFinite reports a NaN or infinite loss or gradient; the step is not applied.
@@ -18,48 +20,46 @@ type TokenStats struct {
 	Entropy []float64 // −Σ p log p
 }
 
-// Stats computes log p(target) and the entropy of every row of logits ([rows × V]).
+// Stats computes log p(target) and the entropy of every row of logits ([rows × V]), rows in parallel.
 func Stats(logits []float32, V int, targets []int) TokenStats {
 	st := TokenStats{Logprob: make([]float64, len(targets)), Entropy: make([]float64, len(targets))}
-	for i, tg := range targets {
-		row := logits[i*V : (i+1)*V]
-		lse := logSumExp(row)
-		var ent float64
-		for _, v := range row {
-			lp := float64(v) - lse
-			ent -= math.Exp(lp) * lp
+	linalg.ParallelRows(len(targets), len(targets)*V*12, func(lo, hi int) {
+		d, e := make([]float32, V), make([]float32, V)
+		for i := lo; i < hi; i++ {
+			row := logits[i*V : (i+1)*V]
+			st.Logprob[i], st.Entropy[i] = rowStats(row, targets[i], d, e)
 		}
-		st.Logprob[i] = float64(row[tg]) - lse
-		st.Entropy[i] = ent
-	}
+	})
 	return st
 }
 
-func logSumExp(row []float32) float64 {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v))
+// rowStats returns log p(target) and the entropy −Σ p log p of one row of logits x, through the shifted
+// logits d = x − max(x) and e = exp(d) (vectorised exp): log p_j = d_j − log Σe, and the entropy is
+// log Σe − Σ e·d / Σe, both formed from shifted values so a peaked distribution loses no precision.
+func rowStats(x []float32, target int, d, e []float32) (logp, entropy float64) {
+	mx := linalg.Max(x)
+	d = d[:len(x)]
+	for j, v := range x {
+		d[j] = v - mx
 	}
-	var s float64
-	for _, v := range row {
-		s += math.Exp(float64(v) - mx)
-	}
-	return mx + math.Log(s)
+	sum := float64(linalg.ExpSum(e, d, 0))
+	ls := math.Log(sum)
+	return float64(d[target]) - ls, ls - float64(linalg.Dot(e, d))/sum
 }
 
 // LogprobGrad overwrites logits with the gradient of Σ_i coef[i]·log p_i(target_i) w.r.t. the logits:
 // coef[i]·(onehot(target_i) − softmax(row_i)). Every loss here is a function of target log-probabilities,
-// so its logit gradient is this with coef = ∂loss/∂logp.
+// so its logit gradient is this with coef = ∂loss/∂logp. Rows run in parallel.
 func LogprobGrad(logits []float32, V int, targets []int, coef []float64) {
-	for i, tg := range targets {
-		row := logits[i*V : (i+1)*V]
-		lse := logSumExp(row)
-		c := coef[i]
-		for j, v := range row {
-			row[j] = float32(-c * math.Exp(float64(v)-lse))
+	linalg.ParallelRows(len(targets), len(targets)*V*8, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := logits[i*V : (i+1)*V]
+			sum := linalg.ExpSum(row, row, linalg.Max(row))
+			c := coef[i]
+			linalg.Scale(float32(-c/float64(sum)), row)
+			row[targets[i]] += float32(c)
 		}
-		row[tg] += float32(c)
-	}
+	})
 }
 
 // finite reports whether x is neither NaN nor infinite.
