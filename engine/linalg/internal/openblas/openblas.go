@@ -4,6 +4,7 @@
 package openblas
 
 // #cgo LDFLAGS: -lopenblas
+// void openblas_set_num_threads(int);
 import "C"
 
 import (
@@ -11,8 +12,8 @@ import (
 	"gonum.org/v1/netlib/blas/netlib"
 )
 
-// Sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major matrices with OpenBLAS's own threads; arguments
-// are as for linalg.Sgemm.
+// Sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major matrices with as many threads as SetThreads last
+// allowed (all cores until then); arguments are as for linalg.Sgemm.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
 	beta float32, c []float32, ldc int) {
 	netlib.Implementation{}.Sgemm(transpose(transA), transpose(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -23,4 +24,9 @@ func transpose(t bool) blas.Transpose {
 		return blas.Trans
 	}
 	return blas.NoTrans
+}
+
+// SetThreads sets how many threads OpenBLAS uses for each call, process-wide.
+func SetThreads(n int) {
+	C.openblas_set_num_threads(C.int(n))
 }
