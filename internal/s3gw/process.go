@@ -78,7 +78,11 @@ func serveChild(cfg childConfig) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	srv, err := Start(ctx, cfg.Config)
+	// Not ctx: the parent sees the port open before our own readiness poll
+	// does, and a parent that closes us right away (a short test) would
+	// otherwise turn a clean stop into a failed start. Start is bounded by
+	// startTimeout; a stop requested meanwhile is honoured just below.
+	srv, err := Start(context.Background(), cfg.Config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
