@@ -90,11 +90,16 @@ func TestSamplerCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt, _ := b.RenderPrompt([]Message{{Role: "user", Content: "go"}}, nil)
-	long := SampleParams{Temperature: 1, Seed: 1} // until the context is full
+	// The long request is cancelled as its first token is accepted, on the decoding goroutine itself: onToken
+	// runs on the caller's goroutine, which the decoding loop does not wait for, so a cancel from there can
+	// arrive after the request has already run to the end of the context. It may not stop on its own either.
 	ctx, cancel := context.WithCancel(context.Background())
+	stops := b.Tokenizer().StopTokens()
+	long := SampleParams{Temperature: 1, Seed: 1, // until the context is full
+		Constraint: func(int) Constraint { return cancelOnFirstToken{cancel: cancel, forbid: stops} }}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.Sample(ctx, prompt, long, func(int, SampledToken) { cancel() })
+		_, err := s.Sample(ctx, prompt, long, nil)
 		errc <- err
 	}()
 	short := SampleParams{Temperature: 1, Seed: 2, MaxTokens: 10}
@@ -109,3 +114,17 @@ func TestSamplerCancellation(t *testing.T) {
 		t.Fatalf("bad params: %v, want ErrInvalidInput", err)
 	}
 }
+
+// cancelOnFirstToken forbids the forbid tokens and calls cancel when a token is accepted.
+type cancelOnFirstToken struct {
+	cancel context.CancelFunc
+	forbid []int
+}
+
+func (c cancelOnFirstToken) Allow(mask []bool) {
+	for _, id := range c.forbid {
+		mask[id] = false
+	}
+}
+
+func (c cancelOnFirstToken) Advance(int) { c.cancel() }
