@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -171,7 +173,8 @@ func stepMetrics(s planStep, stats engine.StepStats, step int) (map[string]float
 	for k, v := range s.Metrics {
 		m[k] = v
 	}
-	for k, v := range stats {
+	for _, k := range slices.Sorted(maps.Keys(stats)) { // in order: the same failure names the same metric
+		v := stats[k]
 		if !finite(v) {
 			return nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("gradient step %d: %s is %v; lower the learning rate or check the data", step, k, v), ErrNonFinite, nil)
