@@ -113,3 +113,26 @@ func stepCompute(data map[string]any) time.Duration {
 	}
 	return time.Duration(tokens / rate * float64(time.Second))
 }
+
+// BenchmarkCancelLag measures how long a running SFT job takes to end
+// CANCELLED after POST .../cancel, with the default Train chunk (the
+// activity learns of the cancellation from a heartbeat's answer, not at a
+// chunk boundary).
+func BenchmarkCancelLag(b *testing.B) {
+	s := newStack(b, stackOptions{})
+	s.startWorker()
+	var lag time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		id := s.longSFT(s.createModel(fmt.Sprintf("cancel-lag-%d", i)), 20, 10)
+		s.waitEvents(id, 3, time.Minute)
+		b.StartTimer()
+		start := time.Now()
+		s.mustCall("POST", "/v1/preview/training-jobs/"+id+"/cancel", nil)
+		if job := s.waitJob(id, time.Minute); job["status"] != "CANCELLED" {
+			b.Fatalf("job = %v", job)
+		}
+		lag += time.Since(start)
+	}
+	b.ReportMetric(float64(lag.Milliseconds())/float64(b.N), "cancel-ms/op")
+}
