@@ -90,3 +90,14 @@ func meanStd(xs []float64) (mean, std float64) {
 	}
 	return mean, math.Sqrt(std / float64(len(xs)))
 }
+
+// FirstNonFinite returns the smallest key of m whose value is NaN or ±Inf, so
+// that the same metrics always name the same culprit in an error message.
+func FirstNonFinite(m map[string]float64) (key string, v float64, ok bool) {
+	for k, x := range m {
+		if (math.IsNaN(x) || math.IsInf(x, 0)) && (!ok || k < key) {
+			key, v, ok = k, x, true
+		}
+	}
+	return key, v, ok
+}

@@ -44,3 +44,18 @@ func TestLogMetricsEmpty(t *testing.T) {
 		t.Fatalf("no trajectories must mean no reward metric, got %v", got)
 	}
 }
+
+func TestFirstNonFinite(t *testing.T) {
+	if _, _, bad := FirstNonFinite(map[string]float64{"a": 1, "b": -2}); bad {
+		t.Fatal("finite metrics reported")
+	}
+	if _, _, bad := FirstNonFinite(nil); bad {
+		t.Fatal("nil map reported")
+	}
+	m := map[string]float64{"z": math.NaN(), "reward_std_dev_within_group": math.Inf(1), "reward_std_dev": math.Inf(1), "a": 0}
+	for range 20 { // map order varies between iterations; the answer must not
+		if k, v, bad := FirstNonFinite(m); !bad || k != "reward_std_dev" || !math.IsInf(v, 1) {
+			t.Fatalf("FirstNonFinite = %q, %v, %v; want reward_std_dev, +Inf, true", k, v, bad)
+		}
+	}
+}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/trainyard/trainyard"
@@ -104,12 +102,9 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 	}
 	// Finite but huge rewards or metrics (say ±1e308) overflow their mean,
 	// standard deviation or the advantages: say so now rather than fail
-	// later on a NaN advantage or an event that cannot be stored. Keys in
-	// order, so that the same input always names the same metric.
-	for _, k := range slices.Sorted(maps.Keys(metrics)) {
-		if v := metrics[k]; !finite(v) {
-			return nil, 0, invalidf("the trajectory groups' %s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v)
-		}
+	// later on a NaN advantage or an event that cannot be stored.
+	if k, v, bad := trainyard.FirstNonFinite(metrics); bad {
+		return nil, 0, invalidf("the trajectory groups' %s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v)
 	}
 	for gi := range adv {
 		for ti, v := range adv[gi] {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -173,18 +172,13 @@ func adamW(lr float32) engine.AdamWConfig {
 // stepMetrics merges the engine's statistics with the plan's, refusing
 // non-finite values.
 func stepMetrics(s planStep, stats engine.StepStats, step int) (map[string]float64, error) {
+	if k, v, bad := trainyard.FirstNonFinite(stats); bad {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("gradient step %d: %s is %v; lower the learning rate or check the data", step, k, v), ErrNonFinite, nil)
+	}
 	m := make(map[string]float64, len(stats)+len(s.Metrics))
-	for k, v := range s.Metrics {
-		m[k] = v
-	}
-	for _, k := range slices.Sorted(maps.Keys(stats)) { // in order: the same failure names the same metric
-		v := stats[k]
-		if !finite(v) {
-			return nil, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("gradient step %d: %s is %v; lower the learning rate or check the data", step, k, v), ErrNonFinite, nil)
-		}
-		m[k] = v
-	}
+	maps.Copy(m, s.Metrics)
+	maps.Copy(m, stats)
 	return m, nil
 }
 

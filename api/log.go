@@ -2,9 +2,7 @@ package api
 
 import (
 	"fmt"
-	"math"
 	"net/http"
-	"sort"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
@@ -103,15 +101,7 @@ func (s *Server) logTrajectories(c *gin.Context) {
 // client hears which one at ["body", "trajectory_groups"] instead of a
 // storage error without a location.
 func checkFiniteMetrics(node validate.Node, metrics map[string]float64) {
-	keys := make([]string, 0, len(metrics))
-	for k := range metrics {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if v := metrics[k]; math.IsNaN(v) || math.IsInf(v, 0) {
-			node.Invalid(fmt.Sprintf("%s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v))
-			return
-		}
+	if k, v, bad := trainyard.FirstNonFinite(metrics); bad {
+		node.Invalid(fmt.Sprintf("%s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v))
 	}
 }

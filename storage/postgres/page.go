@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
-	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -83,10 +80,8 @@ func page[T any](items []T, limit int) *trainyard.Page[T] {
 // encodeMetrics encodes a metrics map as a JSON object ({} for nil). JSON has
 // no NaN or infinity, so such a value is EINVALID rather than a driver error.
 func encodeMetrics(m map[string]float64) ([]byte, error) {
-	for _, k := range slices.Sorted(maps.Keys(m)) { // in order: the same input names the same metric
-		if v := m[k]; math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, trainyard.Errorf(trainyard.EINVALID, "metric %q is %v; metrics must be finite numbers", k, v)
-		}
+	if k, v, bad := trainyard.FirstNonFinite(m); bad {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "metric %q is %v; metrics must be finite numbers", k, v)
 	}
 	if m == nil {
 		return []byte("{}"), nil
