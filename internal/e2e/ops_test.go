@@ -66,14 +66,8 @@ func TestCancelRunningJob(t *testing.T) {
 	}
 	// The workflow closes just after its last activity has recorded the
 	// job's end, which is what the API reports.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		st, err := s.wf.DescribeJob(context.Background(), id)
-		if err == nil && st.Status == "Canceled" {
-			break
-		}
-		if err != nil || !st.Running || time.Now().After(deadline) {
-			t.Fatalf("workflow state = %+v, %v", st, err)
-		}
+	if st := s.waitWorkflowClosed(id, 30*time.Second); st.Status != "Canceled" {
+		t.Fatalf("workflow state = %+v", st)
 	}
 	// Cancelling again is harmless.
 	if again := s.mustCall("POST", "/v1/preview/training-jobs/"+id+"/cancel", nil); again["status"] != "CANCELLED" {

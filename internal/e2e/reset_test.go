@@ -72,20 +72,7 @@ func TestResetFromTemporal(t *testing.T) {
 	// Resetting the finished job runs nothing again.
 	before := s.events(id)
 	s.resetToFirstTrain(id)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, err := s.wf.DescribeJob(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the reset run of a finished job did not end")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	s.waitWorkflowClosed(id, time.Minute)
 	if job := s.mustCall("GET", "/v1/preview/training-jobs/"+id, nil); job["status"] != "COMPLETED" {
 		t.Fatalf("job after resetting it when finished = %v", job)
 	}

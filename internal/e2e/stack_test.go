@@ -233,6 +233,26 @@ func (s *stack) events(jobID string) []event {
 	}
 }
 
+// waitWorkflowClosed polls the job's workflow until it is no longer running
+// and returns its state.
+func (s *stack) waitWorkflowClosed(jobID string, timeout time.Duration) workflows.WorkflowState {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := s.wf.DescribeJob(context.Background(), jobID)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if !st.Running {
+			return st
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the workflow of job %s still runs after %s", jobID, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitJob polls the job until it is terminal and returns it.
 func (s *stack) waitJob(jobID string, timeout time.Duration) map[string]any {
 	s.t.Helper()
