@@ -95,8 +95,10 @@ type Config struct {
 	// current step and latest metrics (1 s); every step's event is written
 	// at once regardless.
 	ProgressInterval time.Duration
-	// HeartbeatInterval is how often long activities heartbeat (2 s); it
-	// must be well under the workflow's heartbeat timeout.
+	// HeartbeatInterval is how often long activities heartbeat (1 s); it
+	// must be well under the workflow's heartbeat timeout. An activity
+	// learns that its job was cancelled from a heartbeat's answer, so this
+	// (with the worker's heartbeat throttle) bounds how long a cancel takes.
 	HeartbeatInterval time.Duration
 	// AllowFileURLs lets SFT read file:// training data (development only:
 	// it reads the worker's file system).
@@ -119,7 +121,7 @@ func (c *Config) applyDefaults() {
 	def(&c.ChunkDuration, 20*time.Second)
 	def(&c.SaveInterval, 5*time.Second)
 	def(&c.ProgressInterval, time.Second)
-	def(&c.HeartbeatInterval, 2*time.Second)
+	def(&c.HeartbeatInterval, time.Second)
 	def(&c.DownloadStallTimeout, time.Minute)
 	if c.MaxDataBytes <= 0 {
 		c.MaxDataBytes = 256 << 20

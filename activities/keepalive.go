@@ -49,11 +49,6 @@ func (k *keepAlive) progress(ctx context.Context, saved int) {
 	activity.RecordHeartbeat(ctx, heartbeat{Saved: saved})
 }
 
-// beat heartbeats the current details now (the SDK throttles the sending).
-func (k *keepAlive) beat(ctx context.Context) {
-	activity.RecordHeartbeat(ctx, heartbeat{Saved: int(k.saved.Load())})
-}
-
 // close stops the heartbeats.
 func (k *keepAlive) close() {
 	close(k.stop)

@@ -101,10 +101,6 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		if chunkOver {
 			break
 		}
-		// The SDK sends at most one heartbeat per throttle interval (the
-		// worker's, 1 s): beating after every step means a cancellation,
-		// which arrives in a heartbeat's answer, is seen within that.
-		ka.beat(ctx)
 	}
 	log.Debug("train activity done", zap.Int("from", from), zap.Int("done", done), zap.Int("total", total),
 		zap.Duration("elapsed", time.Since(started)))
