@@ -27,6 +27,10 @@ func scanCheckpointRow(row pgx.CollectableRow) (*trainyard.Checkpoint, error) {
 // 32-bit integer and steps start at 1).
 func validStep(step int) bool { return step >= 1 && step <= math.MaxInt32 }
 
+func checkpointNotFound(step int, modelID string) error {
+	return trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
+}
+
 func sortByStep(cs []*trainyard.Checkpoint) {
 	slices.SortFunc(cs, func(a, b *trainyard.Checkpoint) int { return a.Step - b.Step })
 }
@@ -39,7 +43,7 @@ func (db *DB) CreateCheckpoint(ctx context.Context, c *trainyard.Checkpoint) err
 	if err != nil {
 		return err
 	}
-	if c.Step < 1 || c.Step > math.MaxInt32 {
+	if !validStep(c.Step) {
 		return trainyard.Errorf(trainyard.EINVALID, "checkpoint step must be between 1 and %d, got %d", math.MaxInt32, c.Step)
 	}
 	var jobID *string
@@ -85,7 +89,7 @@ func (db *DB) FindCheckpoint(ctx context.Context, modelID string, step int) (*tr
 		return nil, err
 	}
 	if !validStep(step) {
-		return nil, trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
+		return nil, checkpointNotFound(step, modelID)
 	}
 	c, err := scanCheckpoint(db.pool.QueryRow(ctx,
 		`SELECT `+checkpointColumns+` FROM checkpoints WHERE model_id = $1 AND step = $2`, mid, step))
@@ -182,7 +186,7 @@ func (db *DB) MergeCheckpointMetrics(ctx context.Context, modelID string, step i
 		return err
 	}
 	if !validStep(step) {
-		return trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
+		return checkpointNotFound(step, modelID)
 	}
 	enc, err := encodeMetrics(metrics)
 	if err != nil {
@@ -194,7 +198,7 @@ func (db *DB) MergeCheckpointMetrics(ctx context.Context, modelID string, step i
 		return translate(err, "checkpoint at step %d of model %s", step, modelID)
 	}
 	if tag.RowsAffected() == 0 {
-		return trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
+		return checkpointNotFound(step, modelID)
 	}
 	return nil
 }

@@ -61,8 +61,8 @@ func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.E
 		stored, err = scanEvent(tx.QueryRow(ctx, `
 			INSERT INTO events (id, job_id, seq, type, data)
 			SELECT $1, $2, $3, $4, $5
-			WHERE NOT EXISTS (SELECT 1 FROM events WHERE job_id = $2 AND type IN ('training_ended', 'training_failed'))
-			  AND ($4 NOT IN ('training_ended', 'training_failed')
+			WHERE NOT EXISTS (SELECT 1 FROM events WHERE job_id = $2 AND type IN `+terminalEventTypes+`)
+			  AND ($4 NOT IN `+terminalEventTypes+`
 			       OR NOT EXISTS (SELECT 1 FROM events WHERE job_id = $2 AND seq > $3))
 			ON CONFLICT (job_id, seq) DO NOTHING
 			RETURNING `+eventColumns,

@@ -15,6 +15,9 @@ const jobColumns = `id, account_id, model_id, kind, status, idempotency_key, con
 // terminalStatuses is the SQL list of final job statuses.
 const terminalStatuses = `('COMPLETED', 'FAILED', 'CANCELLED')`
 
+// terminalEventTypes is the SQL list of the event types that end a job.
+const terminalEventTypes = `('training_ended', 'training_failed')`
+
 func scanJob(row pgx.Row) (*trainyard.Job, error) {
 	j := &trainyard.Job{}
 	err := row.Scan(&j.ID, &j.AccountID, &j.ModelID, &j.Kind, &j.Status, &j.IdempotencyKey, &j.Config,

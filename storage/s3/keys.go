@@ -48,14 +48,22 @@ func checkpointKey(modelID string, step int, name string) (string, error) {
 	return p + name, nil
 }
 
-func jobKey(jobID, name string) (string, error) {
+func jobPrefix(jobID string) (string, error) {
 	if err := checkSegment("job id", jobID); err != nil {
+		return "", err
+	}
+	return jobsPrefix + jobID + "/", nil
+}
+
+func jobKey(jobID, name string) (string, error) {
+	p, err := jobPrefix(jobID)
+	if err != nil {
 		return "", err
 	}
 	if err := checkSegment("input name", name); err != nil {
 		return "", err
 	}
-	return jobsPrefix + jobID + "/" + name, nil
+	return p + name, nil
 }
 
 // checkSegment rejects anything that could escape its place in a key: an

@@ -81,10 +81,11 @@ func (s *Store) GetJobInput(ctx context.Context, jobID, name string) (io.ReadClo
 
 // DeleteJobFiles removes every object stored under a job.
 func (s *Store) DeleteJobFiles(ctx context.Context, jobID string) error {
-	if err := checkSegment("job id", jobID); err != nil {
+	p, err := jobPrefix(jobID)
+	if err != nil {
 		return err
 	}
-	return s.deletePrefix(ctx, jobsPrefix+jobID+"/")
+	return s.deletePrefix(ctx, p)
 }
 
 // put uploads r to key. The SDK must read a body twice over plain HTTP
