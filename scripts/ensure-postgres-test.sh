@@ -78,6 +78,10 @@ check "data survives the restart" test "$(psql "$url" -XtAc 'SELECT x FROM survi
 
 fallback --stop >/dev/null
 check "--stop stops the throwaway cluster" test ! -f "$data/postgres/data/postmaster.pid"
+# A pid file left by a killed server must not make --stop (and make clean) fail.
+printf '999999\n%s\n' "$data/postgres/data" >"$data/postgres/data/postmaster.pid"
+check "--stop ignores a stale pid file" fallback --stop
+rm -f "$data/postgres/data/postmaster.pid"
 url="$(fallback)"
 check "a run after --stop starts it again" psql "$url" -XtAc 'SELECT 1' -o /dev/null
 

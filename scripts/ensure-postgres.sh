@@ -95,10 +95,11 @@ find_bindir() {
 	return 1
 }
 
-if $stop_only && ! bindir="$(find_bindir)"; then
-	exit 0 # no binaries, so no cluster of ours can be running
+if $stop_only && [[ ! -d "$data_dir" ]]; then
+	exit 0 # no data dir, so no cluster of ours
 fi
 if ! bindir="$(find_bindir)"; then
+	$stop_only && exit 0 # no binaries, so no cluster of ours can be running
 	[[ "$(id -u)" == 0 ]] || die "no PostgreSQL binaries found; install Debian's postgresql package"
 	log "installing Debian's postgresql package"
 	export DEBIAN_FRONTEND=noninteractive
@@ -125,11 +126,7 @@ if [[ "$(id -u)" == 0 ]] && ! id postgres >/dev/null 2>&1; then
 fi
 
 cluster="$data_dir/postgres"
-if $stop_only; then
-	[[ -d "$data_dir" ]] || exit 0
-else
-	mkdir -p "$data_dir"
-fi
+$stop_only || mkdir -p "$data_dir"
 if [[ "$(id -u)" == 0 ]] && ! runuser -u postgres -- test -x "$data_dir"; then
 	# The postgres user cannot reach the data dir (e.g. a checkout inside a
 	# 0700 directory); keep the cluster in a per-checkout place it can reach.
@@ -137,7 +134,9 @@ if [[ "$(id -u)" == 0 ]] && ! runuser -u postgres -- test -x "$data_dir"; then
 	log "the postgres user cannot reach $data_dir; using $cluster instead"
 fi
 if $stop_only; then
-	if [[ -f "$cluster/data/postmaster.pid" ]]; then
+	# pg_ctl status, not the pid file: a stale one (a killed machine) would
+	# make stop fail, and `make clean` with it.
+	if run_pg "$bindir/pg_ctl" -D "$cluster/data" status >/dev/null 2>&1; then
 		log "stopping the cluster in $cluster/data"
 		run_pg "$bindir/pg_ctl" -D "$cluster/data" -m fast -w stop >&2
 	fi
