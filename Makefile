@@ -21,6 +21,8 @@ BENCHTIME   ?= 1s
 # the caller already did, so the ceiling the engine is compared with is OpenBLAS at its best.
 OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then echo SkylakeX; \
 	elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then echo Haswell; fi)
+# Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
+OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
 .PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas pretrain clean
 
@@ -70,9 +72,9 @@ bench:
 ## engine's kernels with it (linalg: ceiling, Sgemm, training step; engine: RL step)
 bench-openblas:
 	sh engine/linalg/install-openblas.sh
-	export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE); \
+	$(OPENBLAS_ENV) \
 	$(GO) test -tags openblas -run '^$$' -bench 'OpenBLASCeiling|Sgemm|TrainingStep' -benchmem -benchtime $(BENCHTIME) -timeout 60m ./engine/linalg/
-	export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE); \
+	$(OPENBLAS_ENV) \
 	$(GO) test -tags openblas -run '^$$' -bench RLStep -benchmem -benchtime $(BENCHTIME) -timeout 60m ./engine/
 
 ## pretrain: pretrain the built-in base model (engine/pretrain) into engine/zoo/tinychat
