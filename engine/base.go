@@ -155,16 +155,27 @@ func (b *Base) RenderTraining(msgs []Message, tools []Tool) (Sequence, error) {
 // whatever else runs concurrently. Cancelling ctx returns ctx.Err().
 func (b *Base) Sample(ctx context.Context, a *Adapter, prompt []int, p SampleParams,
 	onToken func(index int, t SampledToken)) ([]Completion, error) {
-	var lora *model.LoRA
-	if a != nil {
-		if err := a.checkBase(b); err != nil {
-			return nil, err
-		}
-		lora = a.lora
+	lora, err := b.loraOf(a)
+	if err != nil {
+		return nil, err
 	}
-	out, err := sample.Run(ctx, b.w, lora, b.tok, prompt, p, onToken)
-	switch {
-	case errors.Is(err, sample.ErrInvalidParams) || errors.Is(err, model.ErrInput):
+	return sampleResult(sample.Run(ctx, b.w, lora, b.tok, prompt, p, onToken))
+}
+
+// loraOf returns the LoRA weights of adapter a (nil for nil), which must belong to b.
+func (b *Base) loraOf(a *Adapter) (*model.LoRA, error) {
+	if a == nil {
+		return nil, nil
+	}
+	if err := a.checkBase(b); err != nil {
+		return nil, err
+	}
+	return a.lora, nil
+}
+
+// sampleResult marks the sampler's parameter and input errors as invalid input.
+func sampleResult(out []Completion, err error) ([]Completion, error) {
+	if errors.Is(err, sample.ErrInvalidParams) || errors.Is(err, model.ErrInput) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
 	return out, err

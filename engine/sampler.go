@@ -2,10 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/trainyard/trainyard/engine/model"
 	"github.com/trainyard/trainyard/engine/sample"
 )
 
@@ -21,12 +18,9 @@ type Sampler struct {
 
 // NewSampler returns a batching sampler for b plus adapter a (nil = the base model alone).
 func (b *Base) NewSampler(a *Adapter) (*Sampler, error) {
-	var lora *model.LoRA
-	if a != nil {
-		if err := a.checkBase(b); err != nil {
-			return nil, err
-		}
-		lora = a.lora
+	lora, err := b.loraOf(a)
+	if err != nil {
+		return nil, err
 	}
 	return &Sampler{batch: sample.NewBatcher(b.w, lora, b.tok)}, nil
 }
@@ -34,9 +28,5 @@ func (b *Base) NewSampler(a *Adapter) (*Sampler, error) {
 // Sample is Base.Sample through the batch: the same parameters, errors and onToken contract (called on the
 // calling goroutine, never blocking the other requests).
 func (s *Sampler) Sample(ctx context.Context, prompt []int, p SampleParams, onToken func(index int, t SampledToken)) ([]Completion, error) {
-	out, err := s.batch.Run(ctx, prompt, p, onToken)
-	if errors.Is(err, sample.ErrInvalidParams) || errors.Is(err, model.ErrInput) {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
-	}
-	return out, err
+	return sampleResult(s.batch.Run(ctx, prompt, p, onToken))
 }

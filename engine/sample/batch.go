@@ -126,7 +126,6 @@ func (b *Batcher) loop() {
 			}
 		}
 	}()
-	V := b.w.Cfg.VocabSize
 	for {
 		b.mu.Lock()
 		reqs = append(reqs, b.joining...)
@@ -156,22 +155,13 @@ func (b *Batcher) loop() {
 		if len(rows) == 0 {
 			continue
 		}
-		caches, ids := make([]*model.Cache, len(rows)), make([]int, len(rows))
-		for i, s := range rows {
-			caches[i], ids[i] = s.cache, s.out[len(s.out)-1].ID
-		}
 		// The step serves every request in it, so no single request's context may cancel it; each request's
 		// cancellation is seen between steps above.
-		all, err := b.w.Decode(context.Background(), caches, ids, b.lora)
-		if err != nil {
+		if err := decodeStep(context.Background(), b.w, b.lora, rows); err != nil {
 			for _, r := range reqs {
 				r.end(err)
 			}
 			reqs = nil
-			continue
-		}
-		for i, s := range rows {
-			s.logits = all[i*V : (i+1)*V]
 		}
 	}
 }

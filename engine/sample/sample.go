@@ -22,7 +22,6 @@ func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer
 		return nil, err
 	}
 	stops := stopSet(tok)
-	V := w.Cfg.VocabSize
 	for {
 		active := advance(states, tok, stops, p, maxNew, onToken)
 		if len(active) == 0 {
@@ -31,19 +30,29 @@ func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		caches, ids := make([]*model.Cache, len(active)), make([]int, len(active))
-		for i, s := range active {
-			caches[i], ids[i] = s.cache, s.out[len(s.out)-1].ID
-		}
-		all, err := w.Decode(ctx, caches, ids, lora)
-		if err != nil {
+		if err := decodeStep(ctx, w, lora, active); err != nil {
 			return nil, err
-		}
-		for i, s := range active {
-			s.logits = all[i*V : (i+1)*V]
 		}
 	}
 	return completions(states), nil
+}
+
+// decodeStep feeds every row its last token in one batched decoding step and points each row's logits at
+// its slice of the result.
+func decodeStep(ctx context.Context, w *model.Weights, lora *model.LoRA, rows []*state) error {
+	caches, ids := make([]*model.Cache, len(rows)), make([]int, len(rows))
+	for i, s := range rows {
+		caches[i], ids[i] = s.cache, s.out[len(s.out)-1].ID
+	}
+	all, err := w.Decode(ctx, caches, ids, lora)
+	if err != nil {
+		return err
+	}
+	V := w.Cfg.VocabSize
+	for i, s := range rows {
+		s.logits = all[i*V : (i+1)*V]
+	}
+	return nil
 }
 
 // start validates p (filling its defaults), prefills prompt and returns the p.N completions, ready to
