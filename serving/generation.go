@@ -69,8 +69,9 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 }
 
 // constrain installs the sampling constraint the request needs: a forced tool call for tool_choice
-// "required" or a named function, else a JSON object for response_format json_object. It refuses a token
-// budget too small for the shortest valid output, so a constrained choice always finishes complete.
+// "required" or a named function, else a JSON object for response_format json_object, else, for
+// ignore_eos, a ban on the end-of-turn tokens. It refuses a token budget too small for the shortest valid
+// output of a grammar, so a constrained choice always finishes complete.
 func (g *Generation) constrain() error {
 	tok := g.base.Tokenizer()
 	var gr grammar

@@ -3,7 +3,8 @@ package linalg
 import "golang.org/x/sys/cpu"
 
 // Assembly microkernels (kernel_*_amd64.s). They trust their arguments: the driver passes kc ≥ 1, packed
-// panels of kc·mr and kc·nr values and a C tile that lies wholly inside c.
+// panels of kc·mr and kc·nr values and a C tile whose rows×cols corner (the whole 6×16 for tile6x16AVX2)
+// lies inside c.
 
 //go:noescape
 func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, rows, cols int)

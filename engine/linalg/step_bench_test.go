@@ -21,7 +21,8 @@ type gemmCall struct {
 	beta          float32
 }
 
-// loraRank is the adapter rank of the replayed LoRA step (trainyard's default LoRA config).
+// loraRank is the adapter rank of the replayed LoRA step (the README's "LoRA r=16" rows; DefaultLoRAConfig
+// is rank 8).
 const loraRank = 16
 
 // stepCalls lists the products of one training step in the order the engine issues them, except attention,
