@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -100,16 +99,6 @@ func startServe(t *testing.T) served {
 	return s
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func call(t *testing.T, method, url, key, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -137,7 +126,7 @@ func call(t *testing.T, method, url, key, body string) (int, map[string]any) {
 func TestServe(t *testing.T) {
 	t.Setenv("DATABASE_URL", pgtest.URL(t))
 	t.Setenv("TRAINYARD_DATA_DIR", t.TempDir())
-	t.Setenv("TRAINYARD_HTTP_ADDR", freeAddr(t))
+	t.Setenv("TRAINYARD_HTTP_ADDR", "127.0.0.1:0") // each run prints the address it listens on
 	t.Setenv("TRAINYARD_TEMPORAL_FRONTEND_ADDR", "127.0.0.1:0")
 	t.Setenv("TRAINYARD_TEMPORAL_UI_ADDR", "127.0.0.1:0")
 	for _, name := range []string{"TRAINYARD_DEV_API_KEY", "TEMPORAL_ADDRESS", "S3_ENDPOINT", "TRAINYARD_S3_ENDPOINT",
