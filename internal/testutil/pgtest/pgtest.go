@@ -7,8 +7,8 @@
 // server when none is running.
 //
 // Migrating a schema costs far more than emptying one, so a schema that New
-// handed out is truncated when its test ends and handed to the next test of
-// the same process. Every schema this process owns is leased with a session
+// or URL handed out is truncated when its test ends and handed to the next
+// test of the same process. Every schema this process owns is leased with a session
 // advisory lock; schemas whose lease is free belong to dead processes and are
 // dropped when the next test process starts.
 package pgtest
@@ -46,34 +46,53 @@ var spare struct {
 // when the test ends, and the schema emptied for reuse.
 func New(t testing.TB) *postgres.DB {
 	t.Helper()
-	a := adminOf(t)
+	u := migrated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	schema, fresh := takeSpare(), false
-	if schema == "" {
-		var err error
-		if schema, err = a.create(ctx); err != nil {
-			t.Fatalf("pgtest: %v", err)
-		}
-		fresh = true
-	}
-	u, err := withSearchPath(a.base, schema)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
 	db, err := postgres.Open(ctx, u)
 	if err != nil {
 		t.Fatalf("pgtest: open %s: %v", redact(u), err)
 	}
-	ready := false // migrated: only then may the schema be reused
+	t.Cleanup(db.Close) // before the schema is emptied: cleanups run last-registered first
+	return db
+}
+
+// URL returns the connection string of an empty, migrated schema (its
+// search_path set in the URL) for tests that hand a database to another
+// process. The schema is emptied for reuse when the test ends, after cleanups
+// registered later (such as stopping that process) have run.
+func URL(t testing.TB) string {
+	t.Helper()
+	return migrated(t)
+}
+
+// migrated returns the URL of a schema no other test uses: a spare one, or a
+// new one it migrates. When the test ends the schema is emptied and kept for
+// the next test of this process, or dropped if emptying fails.
+func migrated(t testing.TB) string {
+	t.Helper()
+	a := adminOf(t)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	schema := takeSpare()
+	fresh := schema == ""
+	if fresh {
+		var err error
+		if schema, err = a.create(ctx); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+	}
+	u, err := withSearchPath(a.base, schema)
+	if err == nil && fresh {
+		err = migrate(ctx, u)
+	}
+	if err != nil {
+		a.drop(ctx, schema)
+		t.Fatalf("pgtest: %v", err)
+	}
 	t.Cleanup(func() {
-		db.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		if !ready {
-			a.drop(ctx, schema)
-			return
-		}
 		if err := a.empty(ctx, schema); err != nil {
 			t.Logf("pgtest: empty schema %s: %v; dropping it", schema, err)
 			a.drop(ctx, schema)
@@ -81,33 +100,19 @@ func New(t testing.TB) *postgres.DB {
 		}
 		putSpare(schema)
 	})
-	if fresh {
-		if err := db.Migrate(ctx); err != nil {
-			t.Fatalf("pgtest: migrate: %v", err)
-		}
-	}
-	ready = true
-	return db
+	return u
 }
 
-// URL returns the connection string of a fresh, migrated schema (its
-// search_path set in the URL) for tests that hand a database to another
-// process. The schema is dropped when the test ends, after cleanups
-// registered later (such as stopping that process) have run.
-func URL(t testing.TB) string {
-	t.Helper()
-	u := EmptyURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
+func migrate(ctx context.Context, u string) error {
 	db, err := postgres.Open(ctx, u)
 	if err != nil {
-		t.Fatalf("pgtest: open %s: %v", redact(u), err)
+		return fmt.Errorf("open %s: %w", redact(u), err)
 	}
 	defer db.Close()
 	if err := db.Migrate(ctx); err != nil {
-		t.Fatalf("pgtest: migrate: %v", err)
+		return fmt.Errorf("migrate: %w", err)
 	}
-	return u
+	return nil
 }
 
 // EmptyURL returns the connection string of a fresh schema without any
