@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -92,8 +91,8 @@ func (s *Server) probe(parent context.Context, hc HealthCheck) checkResult {
 // on top reads "message: cause", without the "trainyard error: code=..."
 // frame of its Error method.
 func checkError(err error) string {
-	var e *trainyard.Error
-	if !errors.As(err, &e) || e != err {
+	e, ok := err.(*trainyard.Error) // on top only: a wrapped one keeps its wrapper's text
+	if !ok {
 		return err.Error()
 	}
 	if e.Err == nil {
