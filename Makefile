@@ -86,5 +86,5 @@ pretrain: build
 
 ## clean: stop the throwaway PostgreSQL, remove the binary and ./.data
 clean:
-	scripts/ensure-postgres.sh --stop
+	scripts/ensure-postgres.sh --clean
 	rm -rf bin .data

@@ -2,7 +2,8 @@
 # ensure-postgres-test.sh — exercises scripts/ensure-postgres.sh for real:
 # DATABASE_URL passthrough, and the throwaway-cluster fallback (simulating
 # "no server at 5432" by probing a port nothing listens on), including reuse
-# of the running cluster and a restart after it was stopped. It cleans up the
+# of the running cluster, a restart after it was stopped, and the database a
+# data dir owns on the machine's server. It cleans up the
 # cluster it starts. Prints "N passed, N failed" at the end.
 set -euo pipefail
 
@@ -66,6 +67,27 @@ check "second run prints the same URL" test "$url" = "$want"
 
 url="$(TRAINYARD_PG_DATABASE=trainyard_test fallback)"
 check "TRAINYARD_PG_DATABASE picks the database" test "$url" = "${want/trainyard?/trainyard_test?}"
+
+# The machine's server, played by the running cluster: each data dir gets a
+# database of its own, which --clean drops.
+system() {
+	local dir=$1
+	shift
+	env -u DATABASE_URL -u TRAINYARD_PG_DATABASE TRAINYARD_DATA_DIR="$dir" TRAINYARD_PG_SYSTEM_PORT="$local_port" \
+		"$script" "$@" 2>>"$work/stderr.log"
+}
+url_a="$(system "$work/a")"
+db_a="$(cat "$work/a/postgres-database")"
+check "on the machine's server the URL names the data dir's database" \
+	test "$url_a" = "postgres://postgres@127.0.0.1:$local_port/$db_a?sslmode=disable"
+check "the data dir's database exists" psql "$url_a" -XtAc 'SELECT 1' -o /dev/null
+check "the same data dir gets the same database" test "$(system "$work/a")" = "$url_a"
+url_b="$(system "$work/b")"
+check "another data dir gets another database" test "$url_b" != "$url_a"
+system "$work/a" --clean
+check "--clean drops the data dir's database" \
+	test "$(psql "$want" -XtAc "SELECT count(*) FROM pg_database WHERE datname = '$db_a'")" = 0
+check "--clean leaves other data dirs' databases" psql "$url_b" -XtAc 'SELECT 1' -o /dev/null
 
 psql "$want" -XqAc 'CREATE TABLE IF NOT EXISTS survives (x int); INSERT INTO survives VALUES (42)'
 bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4,4nr | head -1)"

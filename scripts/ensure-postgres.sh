@@ -9,23 +9,31 @@
 #      on 127.0.0.1:$TRAINYARD_PG_PORT (55432), created with initdb and started
 #      with pg_ctl as the postgres system user, reused when already there.
 #      Debian's postgresql package is installed first when no binaries exist.
-# In cases 2 and 3 the databases trainyard and trainyard_test are created if
-# missing; the URL names $TRAINYARD_PG_DATABASE (trainyard).
+# In cases 2 and 3 the URL names $TRAINYARD_PG_DATABASE, created if missing
+# (with trainyard_test). By default that is trainyard in the throwaway cluster,
+# and on the machine's server a database of this data dir's own, named in
+# $TRAINYARD_DATA_DIR/postgres-database (trainyard_<random hex>): the data dir
+# holds the objects the database's rows point at, so a fresh checkout, or one
+# after `make clean`, must not meet the rows of another.
 #
 # Diagnostics go to stderr so callers can write URL=$(scripts/ensure-postgres.sh).
 # Running it again (or twice at once) is safe.
 #
-# `ensure-postgres.sh --stop` stops the throwaway cluster, if one runs (make clean).
+# `ensure-postgres.sh --stop` stops the throwaway cluster, if one runs;
+# `--clean` also drops the data dir's own database on the machine's server
+# (make clean).
 set -euo pipefail
 
 log() { printf 'ensure-postgres: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 stop_only=false
+clean=false
 case "${1:-}" in
 --stop) stop_only=true ;;
+--clean) stop_only=true clean=true ;;
 "") ;;
-*) die "unknown argument $1 (only --stop is accepted)" ;;
+*) die "unknown argument $1 (only --stop and --clean are accepted)" ;;
 esac
 
 if [[ -n "${DATABASE_URL:-}" ]] && ! $stop_only; then
@@ -41,8 +49,7 @@ system_host="${TRAINYARD_PG_SYSTEM_HOST:-127.0.0.1}"
 system_port="${TRAINYARD_PG_SYSTEM_PORT:-5432}"
 local_port="${TRAINYARD_PG_PORT:-55432}"
 database="${TRAINYARD_PG_DATABASE:-trainyard}"
-databases=(trainyard trainyard_test)
-[[ " ${databases[*]} " == *" $database "* ]] || databases+=("$database")
+db_file="$data_dir/postgres-database"
 
 # psql_at HOST PORT ARGS... runs psql as user postgres against database postgres.
 psql_at() {
@@ -52,10 +59,10 @@ psql_at() {
 		-X -q -v ON_ERROR_STOP=1 "$@"
 }
 
-# ensure_databases HOST PORT creates the missing databases.
+# ensure_databases HOST PORT creates $database and trainyard_test if missing.
 ensure_databases() {
 	local host=$1 port=$2 db
-	for db in "${databases[@]}"; do
+	for db in $(printf '%s\n' "$database" trainyard_test | sort -u); do
 		if [[ "$(psql_at "$host" "$port" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]]; then
 			log "creating database $db on $host:$port"
 			# A concurrent run may win the race; only fail if it is still missing.
@@ -74,8 +81,20 @@ answers() {
 	psql_at "$1" "$2" -tAc 'SELECT 1' >/dev/null 2>&1
 }
 
+if $clean && [[ -z "${TRAINYARD_PG_DATABASE:-}" && -f "$db_file" ]] && answers "$system_host" "$system_port"; then
+	own="$(<"$db_file")"
+	log "dropping database $own on $system_host:$system_port"
+	psql_at "$system_host" "$system_port" -c "DROP DATABASE IF EXISTS \"$own\"" >/dev/null ||
+		log "could not drop database $own (is trainyard still running?)"
+fi
 if ! $stop_only && answers "$system_host" "$system_port"; then
 	log "using the PostgreSQL server at $system_host:$system_port"
+	if [[ -z "${TRAINYARD_PG_DATABASE:-}" ]]; then
+		# Created once, atomically (noclobber), so concurrent runs agree.
+		mkdir -p "$data_dir"
+		(set -C && printf 'trainyard_%s\n' "$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')" >"$db_file") 2>/dev/null || true
+		database="$(<"$db_file")"
+	fi
 	ensure_databases "$system_host" "$system_port"
 	print_url "$system_host" "$system_port"
 	exit 0
