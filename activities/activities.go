@@ -100,9 +100,8 @@ type Config struct {
 	// learns that its job was cancelled from a heartbeat's answer, so this
 	// (with the worker's heartbeat throttle) bounds how long a cancel takes.
 	HeartbeatInterval time.Duration
-	// AllowFileURLs lets SFT read file:// training data (development only:
-	// it reads the worker's file system).
-	AllowFileURLs bool
+	// Data says which training_data_url forms SFT jobs may use.
+	Data DataPolicy
 	// MaxDataBytes bounds SFT training data (256 MiB).
 	MaxDataBytes int64
 	// DownloadStallTimeout fails an http(s) download attempt that receives

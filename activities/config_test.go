@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/trainyard/trainyard"
 )
 
 func TestParseRLConfig(t *testing.T) {
@@ -90,24 +92,37 @@ func TestParseSFTConfig(t *testing.T) {
 }
 
 func TestCheckDataURL(t *testing.T) {
+	policy := DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: "trainyard", ReadBuckets: []string{"bucket"}}}
 	for url, want := range map[string]string{
-		"s3://bucket/data/train.jsonl":        "",
-		"https://example.com/train.jsonl":     "",
-		"wandb-artifact:///team/proj/data:v0": "",
-		"wandb-artifact:///team/proj/data":    "",
-		"file:///tmp/train.jsonl":             "disabled",
-		"s3://bucket":                         "bucket and a key",
-		"ftp://example.com/x":                 "unsupported URL scheme",
-		"wandb-artifact:///team/proj":         "ENTITY/PROJECT/NAME",
-		"wandb-artifact:///team/proj/data:":   "ENTITY/PROJECT/NAME",
-		"wandb-artifact://team/proj/data":     "ENTITY/PROJECT/NAME",
+		"s3://bucket/data/train.jsonl":                  "",
+		"https://example.com/train.jsonl":               "",
+		"wandb-artifact:///team/proj/data:v0":           "",
+		"wandb-artifact:///team/proj/data:latest":       "",
+		"wandb-artifact:///team/proj/data":              "",
+		"wandb-artifact:///team/my proj?/data":          "PROJECT",
+		"wandb-artifact:///team/proj/data:v9":           "has no version v9",
+		"wandb-artifact:///team/proj/..":                "NAME \"..\"",
+		"wandb-artifact:///team/../data":                "PROJECT \"..\"",
+		"wandb-artifact:///./proj/data":                 "ENTITY",
+		"wandb-artifact:///team/proj/data:../x":         "ENTITY/PROJECT/NAME",
+		"wandb-artifact:///team/proj/data:v0:v1":        "VERSION",
+		"file:///tmp/train.jsonl":                       "disabled",
+		"s3://bucket":                                   "names no object",
+		"s3://trainyard/files/other/artifacts/p/n/v0/x": "own bucket",
+		"s3://bucket/x/../../trainyard/files/a/b":       "segment",
+		"s3://elsewhere/train.jsonl":                    "not one this server reads",
+		"ftp://example.com/x":                           "unsupported URL scheme",
+		"wandb-artifact:///team/proj":                   "ENTITY/PROJECT/NAME",
+		"wandb-artifact:///team/proj/data:":             "ENTITY/PROJECT/NAME",
+		"wandb-artifact://team/proj/data":               "ENTITY/PROJECT/NAME",
 	} {
-		err := CheckDataURL(url, false)
+		err := CheckDataURL(url, policy)
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: err = %v, want %q", url, err, want)
 		}
 	}
-	if err := CheckDataURL("file:///tmp/train.jsonl", true); err != nil {
+	policy.AllowFile = true
+	if err := CheckDataURL("file:///tmp/train.jsonl", policy); err != nil {
 		t.Errorf("file URL with file URLs allowed: %v", err)
 	}
 	ref, err := ParseArtifactURL("wandb-artifact:///team/proj/data:v3")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -35,9 +36,9 @@ type JobWorkflows interface {
 
 // JobsConfig configures the training-job routes.
 type JobsConfig struct {
-	// AllowFileURLs accepts file:// training_data_url (development only:
-	// the worker reads its own file system).
-	AllowFileURLs bool
+	// Data says which training_data_url forms are accepted: file:// only
+	// in development, s3:// only from the buckets on its list.
+	Data workflows.DataPolicy
 	// TemporalTimeout bounds the live look at a job's workflow when it is
 	// read; past it the answer comes from PostgreSQL alone. Default 2s.
 	TemporalTimeout time.Duration
@@ -82,7 +83,7 @@ func (s *Server) createSFTTrainingJob(c *gin.Context) {
 	urlNode := r.body.Field("training_data_url")
 	dataURL, ok := urlNode.String(validate.MinLen(1), validate.MaxLen(4096))
 	if ok {
-		if err := workflows.CheckDataURL(dataURL, s.cfg.Jobs.AllowFileURLs); err != nil {
+		if err := workflows.CheckDataURL(dataURL, s.cfg.Jobs.Data); err != nil {
 			urlNode.Invalid(err.Error())
 		}
 	}
@@ -136,11 +137,8 @@ func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind
 		return
 	}
 	if kind == trainyard.JobKindSFT {
-		if ref, err := workflows.ParseArtifactURL(cfg.TrainingDataURL); err == nil && ref.Entity != model.Entity {
-			var errs validate.Errors
-			errs.At(cfg.TrainingDataURL, "body", "training_data_url").Invalid(
-				"the artifact's entity must be the model's entity '" + model.Entity + "'")
-			s.writeError(c, errs.Err())
+		if err := s.checkArtifact(ctx, cfg.TrainingDataURL, model); err != nil {
+			s.writeError(c, err)
 			return
 		}
 	}
@@ -201,4 +199,32 @@ func idempotencyKey(c *gin.Context, errs *validate.Errors) *string {
 		return &s
 	}
 	return nil
+}
+
+// checkArtifact makes sure an SFT job's wandb-artifact training_data_url
+// names data its model's account uploaded, so the job cannot be accepted
+// only to fail in preparation. Other URL forms pass.
+func (s *Server) checkArtifact(ctx context.Context, url string, model *trainyard.Model) error {
+	ref, err := workflows.ParseArtifactURL(url)
+	if err != nil {
+		return nil
+	}
+	var errs validate.Errors
+	n := errs.At(url, "body", "training_data_url")
+	switch {
+	case ref.Entity != model.Entity:
+		n.Invalid("the artifact's entity must be the model's entity '" + model.Entity + "'")
+	case s.deps.Files == nil:
+		n.Invalid("this server does not store artifacts; use an s3:// or http(s):// URL")
+	default:
+		ok, err := s.deps.Files.HasFile(ctx, model.AccountID, workflows.ArtifactFileName(ref.Project, ref.Name))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			n.Invalid(fmt.Sprintf("artifact %s/%s/%s was not uploaded to this server (POST /v1/preview/files)",
+				ref.Entity, ref.Project, ref.Name))
+		}
+	}
+	return errs.Err()
 }

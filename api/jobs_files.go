@@ -11,7 +11,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
-	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api/validate"
 	"github.com/trainyard/trainyard/workflows"
 )
@@ -21,6 +20,8 @@ import (
 type FileStore interface {
 	PutFile(ctx context.Context, accountID, name string, r io.Reader, size int64) error
 	GetFile(ctx context.Context, accountID, name string) (io.ReadCloser, error)
+	// HasFile reports whether the account uploaded a file under name.
+	HasFile(ctx context.Context, accountID, name string) (bool, error)
 }
 
 // fileResponse answers an upload.
@@ -63,14 +64,12 @@ func (s *Server) uploadFile(c *gin.Context) {
 	ctx := c.Request.Context()
 	key := workflows.ArtifactFileName(project, name)
 	url := workflows.ArtifactURL(acct.Entity, project, name)
-	rc, err := s.deps.Files.GetFile(ctx, acct.ID, key)
-	switch {
-	case err == nil:
-		rc.Close()
-		s.writeDetail(c, http.StatusConflict, "Artifact '"+url+"' already exists; upload under a new name.")
-		return
-	case trainyard.ErrorCode(err) != trainyard.ENOTFOUND:
+	switch exists, err := s.deps.Files.HasFile(ctx, acct.ID, key); {
+	case err != nil:
 		s.writeError(c, err)
+		return
+	case exists:
+		s.writeDetail(c, http.StatusConflict, "Artifact '"+url+"' already exists; upload under a new name.")
 		return
 	}
 	if err := s.deps.Files.PutFile(ctx, acct.ID, key, bytes.NewReader(data), int64(len(data))); err != nil {

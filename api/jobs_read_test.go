@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/trainyard/trainyard"
@@ -161,8 +162,20 @@ func TestUploadFile(t *testing.T) {
 		t.Fatalf("missing name errors = %v", l)
 	}
 	mustStatus(t, e.call("POST", "/v1/preview/files?project=proj&name=empty", ""), http.StatusUnprocessableEntity)
+	for _, q := range []string{"project=..&name=x", "project=.&name=x", "project=p&name=..", "project=p&name=."} {
+		if l := locs(t, e.call("POST", "/v1/preview/files?"+q, data).Errors(t)); len(l) != 1 || !strings.HasSuffix(l[0], "value_error") {
+			t.Errorf("%s: errors %v, want one value_error", q, l)
+		}
+	}
 
 	model := e.createModel("sft-upload")
 	res = e.call("POST", "/v1/preview/sft-training-jobs", fmt.Sprintf(`{"model_id": %q, "training_data_url": %q}`, model, got["url"]))
 	mustStatus(t, res, http.StatusOK)
+}
+
+// upload stores JSONL data as the artifact project/name of the env's first
+// account, through the route.
+func (e *env) upload(project, name, data string) {
+	e.t.Helper()
+	mustStatus(e.t, e.call("POST", "/v1/preview/files?project="+project+"&name="+name, data), http.StatusOK)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/api"
+	"github.com/trainyard/trainyard/storage/s3"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -93,9 +94,11 @@ func (f *fakeWorkflows) counts() (started, cancelled int) {
 // newJobsEnv is an env whose server has the job routes.
 func newJobsEnv(t *testing.T) (*env, *fakeWorkflows) {
 	fw := &fakeWorkflows{states: map[string]workflows.WorkflowState{}, progress: map[string]*workflows.Progress{}}
-	e := newEnv(t, func(_ *api.Config, d *api.Deps) {
+	e := newEnv(t, func(c *api.Config, d *api.Deps) {
 		d.Workflows = fw
-		d.Files = nil
+		store := d.Blobs.(*s3.Store)
+		d.Files = store
+		c.Jobs.Data = workflows.DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: store.Bucket(), ReadBuckets: []string{"bucket", "data"}}}
 	})
 	fw.db = e.db
 	return e, fw
@@ -221,6 +224,7 @@ func TestCreateSFTTrainingJob(t *testing.T) {
 		mustStatus(t, res, http.StatusOK)
 		return res.JSON(t)["id"].(string)
 	}
+	e.upload("proj", "data", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"hello\"}]}\n")
 	id := ok("wandb-artifact:///team-a/proj/data:v0", `{"batch_size": "auto", "learning_rate": [1e-4, 2e-4]}`, `{"num_epochs": 2}`)
 	job, err := e.db.FindJob(context.Background(), e.acct.ID, id)
 	if err != nil || job.Kind != trainyard.JobKindSFT {
@@ -237,14 +241,25 @@ func TestCreateSFTTrainingJob(t *testing.T) {
 	}
 
 	for body, want := range map[string]string{
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "file:///etc/passwd"}`, model):                                 `["body","training_data_url"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-b/proj/data"}`, model):                 `["body","training_data_url"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "gs://x/y"}`, model):                                           `["body","training_data_url"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": "big"}}`, model):          `["body","config","batch_size","literal['auto']"] literal_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"batch_size": 0}}`, model):              `["body","config","batch_size"] value_error`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "config": {"learning_rate": [1, "x"]}}`, model):    `["body","config","learning_rate",1] float_type`,
-		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://b/k", "experimental_config": {"num_epochs": 0}}`, model): `["body","experimental_config","num_epochs"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "file:///etc/passwd"}`, model):                                      `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-b/proj/data"}`, model):                      `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "gs://x/y"}`, model):                                                `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://bucket/k", "config": {"batch_size": "big"}}`, model):          `["body","config","batch_size","literal['auto']"] literal_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://bucket/k", "config": {"batch_size": 0}}`, model):              `["body","config","batch_size"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://bucket/k", "config": {"learning_rate": [1, "x"]}}`, model):    `["body","config","learning_rate",1] float_type`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://bucket/k", "experimental_config": {"num_epochs": 0}}`, model): `["body","experimental_config","num_epochs"] value_error`,
 		fmt.Sprintf(`{"model_id": %q}`, model): `["body","training_data_url"] missing`,
+		// Artifacts must exist, with the one version uploads have.
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/proj/missing"}`, model): `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/proj/data:v9"}`, model): `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/proj/.."}`, model):      `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/../data"}`, model):      `["body","training_data_url"] value_error`,
+		// s3:// never reaches the service's own bucket, and other buckets
+		// only from the list.
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://%s/files/%s/artifacts/proj/data/v0/data.jsonl"}`, model, e.blobs.Bucket(), e.acct.ID):       `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://%s/x/../files/%s/artifacts/proj/data/v0/data.jsonl"}`, model, e.blobs.Bucket(), e.other.ID): `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://bucket/%%2E%%2E/%s/files/x"}`, model, e.blobs.Bucket()):                                     `["body","training_data_url"] value_error`,
+		fmt.Sprintf(`{"model_id": %q, "training_data_url": "s3://elsewhere/train.jsonl"}`, model):                                                            `["body","training_data_url"] value_error`,
 	} {
 		res := e.call("POST", "/v1/preview/sft-training-jobs", body)
 		if got := locs(t, res.Errors(t)); strings.Join(got, "|") != want {

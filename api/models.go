@@ -37,14 +37,25 @@ type deleteModelResponse struct {
 // Names become part of wandb-artifact:///ENTITY/PROJECT/NAME model names,
 // so they follow W&B's rules: artifact names and entities are letters,
 // digits, '-', '_' and '.'; project names exclude / \ # ? % : and blanks.
+// "." and ".." are refused too: a name is a path segment of model and
+// artifact URLs and of the keys of uploaded files.
 var (
 	artifactNameRules = []validate.Rule[string]{
-		validate.MinLen(1), validate.MaxLen(128), validate.Pattern(`^[A-Za-z0-9._-]+$`),
+		validate.MinLen(1), validate.MaxLen(128), validate.Pattern(`^[A-Za-z0-9._-]+$`), notDotSegment,
 	}
 	projectNameRules = []validate.Rule[string]{
-		validate.MinLen(1), validate.MaxLen(128), validate.Pattern(`^[^/\\#?%:\s\x00-\x1f\x7f]+$`),
+		validate.MinLen(1), validate.MaxLen(128), validate.Pattern(`^[^/\\#?%:\s\x00-\x1f\x7f]+$`), notDotSegment,
 	}
 )
+
+// notDotSegment refuses the names "." and "..".
+func notDotSegment(n validate.Node, s string) bool {
+	if s == "." || s == ".." {
+		n.Invalid("a name may not be '.' or '..'")
+		return false
+	}
+	return true
+}
 
 // cleanupTimeout bounds the removal of objects after their rows are gone;
 // it runs even if the client has hung up, so nothing is orphaned by a

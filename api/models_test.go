@@ -103,6 +103,10 @@ func TestCreateModelValidation(t *testing.T) {
 		{"bad names", `{"project":"a/b","name":"x y","base_model":"trainyard/tiny-chat"}`,
 			[]string{`["body","project"] string_pattern_mismatch`, `["body","name"] string_pattern_mismatch`}},
 		{"empty name", `{"project":"p","name":"","base_model":"trainyard/tiny-chat"}`, []string{`["body","name"] string_too_short`}},
+		{"dot names", `{"project":"..","name":"..","base_model":"trainyard/tiny-chat"}`,
+			[]string{`["body","project"] value_error`, `["body","name"] value_error`}},
+		{"dot entity", `{"entity":".","project":"p","name":".","base_model":"trainyard/tiny-chat"}`,
+			[]string{`["body","entity"] value_error`, `["body","name"] value_error`}},
 		{"unknown base model", `{"project":"p","name":"n","base_model":"gpt-5"}`, []string{`["body","base_model"] literal_error`}},
 		{"malformed", `{"project": "p",}`, []string{`["body",16] json_invalid`}},
 	}

@@ -32,8 +32,11 @@ func CheckSFTConfig(config, experimental json.RawMessage) []FieldError {
 	return errs
 }
 
+// DataPolicy says which training_data_url forms a server accepts.
+type DataPolicy = activities.DataPolicy
+
 // CheckDataURL validates an SFT training_data_url without fetching it.
-func CheckDataURL(url string, allowFile bool) error { return activities.CheckDataURL(url, allowFile) }
+func CheckDataURL(url string, p DataPolicy) error { return activities.CheckDataURL(url, p) }
 
 // ArtifactRef names an uploaded artifact.
 type ArtifactRef = activities.ArtifactRef

@@ -60,7 +60,7 @@ func (a *app) apiHandler() http.Handler {
 	srv := api.New(api.Config{
 		MaxBodyBytes: a.cfg.MaxBodyBytes,
 		BaseModels:   baseModels,
-		Jobs:         api.JobsConfig{AllowFileURLs: a.cfg.AllowFileURLs},
+		Jobs:         api.JobsConfig{Data: a.dataPolicy()},
 	}, api.Deps{
 		Accounts:  a.inf.db,
 		Models:    a.inf.db,
@@ -91,7 +91,7 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		Bases:     a.bases,
 		Files:     a.inf.blobs,
 		Logger:    a.log.Named("activities"),
-	}, activities.Config{AllowFileURLs: a.cfg.AllowFileURLs})
+	}, activities.Config{Data: a.dataPolicy()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("activities: %w", err)
 	}
@@ -104,6 +104,12 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 	}
 	rec := &worker.Reconciler{Jobs: a.inf.db, Workflows: a.jobs, Log: a.log.Named("reconciler")}
 	return w, rec, nil
+}
+
+// dataPolicy is which training_data_url forms jobs may use; the API checks
+// it up front and the worker again before it reads anything.
+func (a *app) dataPolicy() activities.DataPolicy {
+	return activities.DataPolicy{AllowFile: a.cfg.AllowFileURLs, S3: a.inf.blobs.ReadPolicy()}
 }
 
 // httpServer is the API's listener and server, split so the address is

@@ -75,6 +75,7 @@ func openBlobs(ctx context.Context, c config.S3) (*s3.Store, error) {
 		SecretAccessKey: c.SecretAccessKey,
 		Bucket:          c.Bucket,
 		UsePathStyle:    endpoint != "" && c.UsePathStyle,
+		ReadBuckets:     c.ReadBuckets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("object storage: %w", err)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 )
@@ -38,10 +39,25 @@ type Config struct {
 	// disk (TRAINYARD_ALLOW_FILE_URLS; development only).
 	AllowFileURLs bool
 
+	HTTP     HTTP
 	Temporal Temporal
 	S3       S3
 	Chat     Chat
 	Worker   Worker
+}
+
+// HTTP bounds what one client can hold of the API server.
+type HTTP struct {
+	// BodyTimeout bounds reading one request body (TRAINYARD_HTTP_BODY_TIMEOUT);
+	// 0 is the API's default.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds writing a response that is not a stream
+	// (TRAINYARD_HTTP_WRITE_TIMEOUT); 0 is the API's default.
+	WriteTimeout time.Duration
+	// MaxRequestsPerKey caps the requests one API key has in flight
+	// (TRAINYARD_MAX_REQUESTS_PER_KEY); past it requests get 429. 0 is the
+	// API's default.
+	MaxRequestsPerKey int
 }
 
 // Temporal configures the connection to Temporal and the embedded server.
@@ -78,6 +94,11 @@ type S3 struct {
 	// MinIO and most S3-compatible servers need; default true with an
 	// Endpoint.
 	UsePathStyle bool
+	// ReadBuckets are the buckets besides Bucket whose objects SFT jobs
+	// may name as s3:// training data (TRAINYARD_S3_READ_BUCKETS,
+	// comma-separated; default none). Bucket itself is never readable by
+	// URL: uploads are reached through their wandb-artifact URLs.
+	ReadBuckets []string
 	// EmbeddedAddr is the embedded gateway's listen address
 	// (TRAINYARD_S3_ADDR); port 0 picks a free port.
 	EmbeddedAddr string
@@ -101,6 +122,14 @@ type Worker struct {
 	// TrainingConcurrency is how many training activities one worker runs
 	// at once (TRAINYARD_TRAINING_CONCURRENCY); 0 is the worker default (1).
 	TrainingConcurrency int
+	// FetchConcurrency is how many training-data downloads one worker runs
+	// at once, apart from training (TRAINYARD_FETCH_CONCURRENCY); 0 is the
+	// worker default.
+	FetchConcurrency int
+	// DownloadTimeout bounds one attempt at downloading training data,
+	// however steadily it trickles (TRAINYARD_DOWNLOAD_TIMEOUT); 0 is the
+	// activities' default.
+	DownloadTimeout time.Duration
 }
 
 // UIDisabled is the TRAINYARD_TEMPORAL_UI_ADDR value that turns the
@@ -148,13 +177,23 @@ func Load(getenv func(string) string) (Config, error) {
 			SecretAccessKey: e.str(EnvAWSSecretAccessKey, ""),
 			Region:          e.str(EnvAWSRegion, "us-east-1"),
 			EmbeddedAddr:    e.str(EnvS3Addr, "127.0.0.1:0"),
+			ReadBuckets:     e.list(EnvS3ReadBuckets),
 		},
 		Chat: Chat{
 			Concurrency:           int(e.int64(EnvChatConcurrency, 0)),
 			PerAccountConcurrency: int(e.int64(EnvChatConcurrencyPerAccount, 0)),
 			AdapterCacheBytes:     e.int64(EnvAdapterCacheBytes, 0),
 		},
-		Worker: Worker{TrainingConcurrency: int(e.int64(EnvTrainingConcurrency, 0))},
+		HTTP: HTTP{
+			BodyTimeout:       e.duration(EnvHTTPBodyTimeout, 0),
+			WriteTimeout:      e.duration(EnvHTTPWriteTimeout, 0),
+			MaxRequestsPerKey: int(e.int64(EnvMaxRequestsPerKey, 0)),
+		},
+		Worker: Worker{
+			TrainingConcurrency: int(e.int64(EnvTrainingConcurrency, 0)),
+			FetchConcurrency:    int(e.int64(EnvFetchConcurrency, 0)),
+			DownloadTimeout:     e.duration(EnvDownloadTimeout, 0),
+		},
 	}
 	c.S3.UsePathStyle = e.bool(EnvS3UsePathStyle, true)
 	if err := errors.Join(e.errs...); err != nil {

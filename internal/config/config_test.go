@@ -3,8 +3,10 @@ package config
 import (
 	"flag"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 )
@@ -38,7 +40,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		EnvTrainyardS3Endpoint: "http://minio:9000", EnvS3Bucket: "b", EnvS3UsePathStyle: "false",
 		EnvS3Addr: "127.0.0.1:9999", EnvAWSAccessKeyID: "a", EnvAWSSecretAccessKey: "s", EnvAWSRegion: "eu-west-1",
 		EnvChatConcurrency: "3", EnvChatConcurrencyPerAccount: "2", EnvAdapterCacheBytes: "4096",
-		EnvTrainingConcurrency: "2",
+		EnvTrainingConcurrency: "2", EnvS3ReadBuckets: " data-a, ,data-b ", EnvFetchConcurrency: "3",
+		EnvDownloadTimeout: "90s", EnvHTTPBodyTimeout: "20s", EnvHTTPWriteTimeout: "1m", EnvMaxRequestsPerKey: "7",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +51,12 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		DefaultEntity: "team", MaxBodyBytes: 1024, LogLevel: zapcore.DebugLevel, AllowFileURLs: true,
 		Temporal: Temporal{Address: "temporal:7233", Namespace: "ns", TaskQueue: "q", FrontendAddr: "127.0.0.1:1", UIAddr: "off"},
 		S3: S3{Endpoint: "http://minio:9000", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s", Region: "eu-west-1",
-			EmbeddedAddr: "127.0.0.1:9999"},
+			EmbeddedAddr: "127.0.0.1:9999", ReadBuckets: []string{"data-a", "data-b"}},
+		HTTP:   HTTP{BodyTimeout: 20 * time.Second, WriteTimeout: time.Minute, MaxRequestsPerKey: 7},
 		Chat:   Chat{Concurrency: 3, PerAccountConcurrency: 2, AdapterCacheBytes: 4096},
-		Worker: Worker{TrainingConcurrency: 2},
+		Worker: Worker{TrainingConcurrency: 2, FetchConcurrency: 3, DownloadTimeout: 90 * time.Second},
 	}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("Load =\n%+v\nwant\n%+v", c, want)
 	}
 	if err := c.Validate(ModeProduction); err != nil {
@@ -69,12 +73,12 @@ func TestS3EndpointPrefersTheStandardName(t *testing.T) {
 
 func TestLoadReportsEveryMalformedValue(t *testing.T) {
 	_, err := Load(envOf(map[string]string{
-		EnvMaxBodyBytes: "lots", EnvLogLevel: "loud", EnvChatConcurrency: "-1", EnvAllowFileURLs: "maybe",
+		EnvMaxBodyBytes: "lots", EnvLogLevel: "loud", EnvChatConcurrency: "-1", EnvAllowFileURLs: "maybe", EnvDownloadTimeout: "soon",
 	}))
 	if err == nil {
 		t.Fatal("Load accepted malformed values")
 	}
-	for _, name := range []string{EnvMaxBodyBytes, EnvLogLevel, EnvChatConcurrency, EnvAllowFileURLs} {
+	for _, name := range []string{EnvMaxBodyBytes, EnvLogLevel, EnvChatConcurrency, EnvAllowFileURLs, EnvDownloadTimeout} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
 		}

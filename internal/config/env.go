@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 )
@@ -30,6 +31,7 @@ const (
 	EnvS3Bucket                  = "S3_BUCKET"
 	EnvS3UsePathStyle            = "S3_USE_PATH_STYLE"
 	EnvS3Addr                    = "TRAINYARD_S3_ADDR"
+	EnvS3ReadBuckets             = "TRAINYARD_S3_READ_BUCKETS"
 	EnvAWSAccessKeyID            = "AWS_ACCESS_KEY_ID"
 	EnvAWSSecretAccessKey        = "AWS_SECRET_ACCESS_KEY"
 	EnvAWSRegion                 = "AWS_REGION"
@@ -37,6 +39,11 @@ const (
 	EnvChatConcurrencyPerAccount = "TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT"
 	EnvAdapterCacheBytes         = "TRAINYARD_ADAPTER_CACHE_BYTES"
 	EnvTrainingConcurrency       = "TRAINYARD_TRAINING_CONCURRENCY"
+	EnvFetchConcurrency          = "TRAINYARD_FETCH_CONCURRENCY"
+	EnvDownloadTimeout           = "TRAINYARD_DOWNLOAD_TIMEOUT"
+	EnvHTTPBodyTimeout           = "TRAINYARD_HTTP_BODY_TIMEOUT"
+	EnvHTTPWriteTimeout          = "TRAINYARD_HTTP_WRITE_TIMEOUT"
+	EnvMaxRequestsPerKey         = "TRAINYARD_MAX_REQUESTS_PER_KEY"
 )
 
 // env reads typed variables and collects every parse error, so one run
@@ -53,6 +60,17 @@ func (e *env) str(name, def string) string {
 	return def
 }
 
+// list reads a comma-separated list, dropping blanks.
+func (e *env) list(name string) []string {
+	var out []string
+	for _, v := range strings.Split(e.get(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func (e *env) int64(name string, def int64) int64 {
 	v := strings.TrimSpace(e.get(name))
 	if v == "" {
@@ -64,6 +82,20 @@ func (e *env) int64(name string, def int64) int64 {
 		return def
 	}
 	return n
+}
+
+// duration reads a Go duration such as "30s" or "5m".
+func (e *env) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration such as 30s or 5m", name, v))
+		return def
+	}
+	return d
 }
 
 func (e *env) bool(name string, def bool) bool {

@@ -4,6 +4,11 @@ import (
 	"context"
 	"io"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/trainyard/trainyard"
 )
 
 // filesPrefix holds the files accounts upload (SFT training data):
@@ -43,4 +48,21 @@ func (s *Store) GetFile(ctx context.Context, accountID, name string) (io.ReadClo
 		return nil, err
 	}
 	return s.get(ctx, s.bucket, key)
+}
+
+// HasFile reports whether an account uploaded a file under name, without
+// reading it.
+func (s *Store) HasFile(ctx context.Context, accountID, name string) (bool, error) {
+	key, err := fileKey(accountID, name)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	switch err = translate(err, "object %s", key); {
+	case err == nil:
+		return true, nil
+	case trainyard.ErrorCode(err) == trainyard.ENOTFOUND:
+		return false, nil
+	}
+	return false, err
 }

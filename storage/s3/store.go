@@ -32,12 +32,16 @@ type Config struct {
 	SecretAccessKey string
 	Bucket          string
 	UsePathStyle    bool
+	// ReadBuckets are the other buckets whose objects users may name as
+	// s3:// training data (GetURL); the store's own bucket never is one.
+	ReadBuckets []string
 }
 
 // Store is a BlobStore on one bucket. It is safe for concurrent use.
 type Store struct {
-	client *awss3.Client
-	bucket string
+	client      *awss3.Client
+	bucket      string
+	readBuckets []string
 }
 
 // New builds a Store. It does not contact the server; call EnsureBucket or
@@ -71,7 +75,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// stored) would otherwise log a warning on every download.
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return &Store{client: client, bucket: cfg.Bucket}, nil
+	return &Store{client: client, bucket: cfg.Bucket, readBuckets: cfg.ReadBuckets}, nil
 }
 
 // Bucket returns the name of the store's bucket.

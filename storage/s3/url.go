@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/aws/smithy-go"
 
@@ -14,23 +12,16 @@ import (
 )
 
 // GetURL opens the object an s3://bucket/key URL names (an SFT
-// training_data_url) with the store's credentials. Anything but such a URL is
-// EINVALID, and so is a URL into the store's own models/, jobs/ or files/ objects:
-// those belong to every account, and a user naming them must not read
-// another account's data through a training job.
+// training_data_url) with the store's credentials. The URL must pass the
+// store's read policy: never the store's own bucket (its objects are read
+// only by keys built from ids, so no account reaches another's uploads), and
+// other buckets only from Config.ReadBuckets. Anything else is EINVALID.
 func (s *Store) GetURL(ctx context.Context, rawURL string) (io.ReadCloser, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, trainyard.Errorf(trainyard.EINVALID, "invalid S3 URL %q: want s3://bucket/key", rawURL)
+	obj, err := s.ReadPolicy().Check(rawURL)
+	if err != nil {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "%s", err.Error())
 	}
-	key := strings.TrimPrefix(u.Path, "/")
-	if key == "" || strings.HasSuffix(key, "/") {
-		return nil, trainyard.Errorf(trainyard.EINVALID, "invalid S3 URL %q: it names no object", rawURL)
-	}
-	if u.Host == s.bucket && (strings.HasPrefix(key, modelsPrefix) || strings.HasPrefix(key, jobsPrefix) || strings.HasPrefix(key, filesPrefix)) {
-		return nil, trainyard.Errorf(trainyard.EINVALID, "S3 URL %q points into trainyard's own checkpoint and job objects", rawURL)
-	}
-	rc, err := s.get(ctx, u.Host, key)
+	rc, err := s.get(ctx, obj.Bucket, obj.Key)
 	if st := statusOf(err); st >= 400 && st < 500 && st != http.StatusNotFound && st != http.StatusRequestTimeout && st != http.StatusTooManyRequests {
 		// The URL is the user's: a bucket name the server rejects or an
 		// object it will not let us read does not get better on retry.
@@ -42,4 +33,9 @@ func (s *Store) GetURL(ctx context.Context, rawURL string) (io.ReadCloser, error
 		return nil, trainyard.WrapError(trainyard.EINVALID, err, "S3 refused %s (HTTP %d, %s)", rawURL, st, reason)
 	}
 	return rc, err
+}
+
+// ReadPolicy is the store's rule for user-supplied s3:// URLs.
+func (s *Store) ReadPolicy() trainyard.S3ReadPolicy {
+	return trainyard.S3ReadPolicy{OwnBucket: s.bucket, ReadBuckets: s.readBuckets}
 }
