@@ -18,6 +18,7 @@ const (
 	ELIMIT        = "rate_limited" // a concurrency or rate limit was hit (429)
 	EUNAVAILABLE  = "unavailable"  // a dependency is down; retrying later may work (503)
 	EBADREQUEST   = "bad_request"  // the request cannot be served as asked, e.g. context overflow (400)
+	ETIMEOUT      = "timeout"      // the client sent its request too slowly (408)
 )
 
 // Error is the application error. Message is safe to show to API clients;

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,22 +19,34 @@ import (
 var errUnreadableBody = trainyard.Errorf(trainyard.EBADREQUEST, "There was an error parsing the body")
 
 // readBody reads the whole request body, refusing more than
-// Config.MaxBodyBytes with ETOOLARGE (413) before or while reading.
+// Config.MaxBodyBytes with ETOOLARGE (413) before or while reading. The
+// buffer grows with the bytes that arrive, never with the Content-Length a
+// client declares, and the read has Config.BodyTimeout to finish, so sockets
+// that promise much and send little cost almost nothing.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
 	tooLarge := trainyard.Errorf(trainyard.ETOOLARGE, "Request body too large: the limit is %d bytes.", limit)
 	if c.Request.ContentLength > limit {
 		return nil, tooLarge
 	}
-	var buf bytes.Buffer
-	if n := c.Request.ContentLength; n > 0 {
-		buf.Grow(int(n))
+	rc := http.NewResponseController(c.Writer)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
+		// Once the body is in, the server watches the connection for a
+		// hang-up; a deadline left in place would end that watch and
+		// cancel the request while its handler still works.
+		defer rc.SetReadDeadline(time.Time{})
 	}
+	var buf bytes.Buffer
 	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	var mbe *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge
+	case errors.As(err, &ne) && ne.Timeout():
+		// Checked before the context: the server cancels it on any read
+		// error, a timeout included, but this client is still there.
+		return nil, trainyard.WrapError(trainyard.ETIMEOUT, err, "The request body did not arrive within %s.", s.cfg.BodyTimeout)
 	case err != nil && c.Request.Context().Err() != nil:
 		return nil, fmt.Errorf("read body: %w", c.Request.Context().Err())
 	case err != nil && !errors.Is(err, io.EOF):

@@ -63,6 +63,7 @@ func chunkOf(d serving.Delta) chunkChoice {
 
 // sseWriter writes server-sent events and flushes each one, so every token reaches the client at once.
 type sseWriter struct {
+	s   *Server
 	c   *gin.Context
 	buf bytes.Buffer
 }
@@ -80,6 +81,7 @@ func (w *sseWriter) send(v any) error {
 }
 
 func (w *sseWriter) raw(b []byte) error {
+	w.s.extendWrite(w.c) // each event gets its own deadline: a stream may last minutes
 	if _, err := w.c.Writer.Write(b); err != nil {
 		return fmt.Errorf("write event: %w", err)
 	}
@@ -97,7 +99,7 @@ func (s *Server) streamChat(c *gin.Context, gen *serving.Generation, meta chatMe
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no") // keep reverse proxies from buffering the stream
 	c.Status(http.StatusOK)
-	w := &sseWriter{c: c}
+	w := &sseWriter{s: s, c: c}
 	chunk := func(choices ...chunkChoice) chatChunk {
 		return chatChunk{ID: meta.id, Object: "chat.completion.chunk", Created: meta.created, Model: meta.model, Choices: choices}
 	}

@@ -40,6 +40,8 @@ func statusOf(code string) int {
 		return http.StatusServiceUnavailable
 	case trainyard.EBADREQUEST:
 		return http.StatusBadRequest
+	case trainyard.ETIMEOUT:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
 }
@@ -106,5 +108,6 @@ func (s *Server) writeJSON(c *gin.Context, status int, v any) {
 		body = bytes.TrimRight(b.Bytes(), "\n")
 	}
 	c.Abort()
+	s.extendWrite(c)
 	c.Data(status, "application/json", body)
 }

@@ -28,7 +28,7 @@ var testBaseModels = []string{"OpenPipe/Qwen3-14B-Instruct", "trainyard/tiny-cha
 // env is one API server on its own PostgreSQL schema and S3 bucket, with
 // two accounts: "team-a" (key) and "team-b" (otherKey).
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *api.Server
 	db       *postgres.DB
 	blobs    *s3.Store
@@ -40,7 +40,7 @@ type env struct {
 }
 
 // newEnv builds an env; mods adjust the configuration and dependencies.
-func newEnv(t *testing.T, mods ...func(*api.Config, *api.Deps)) *env {
+func newEnv(t testing.TB, mods ...func(*api.Config, *api.Deps)) *env {
 	t.Helper()
 	e := &env{t: t, db: pgtest.New(t), blobs: s3test.New(t)}
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -85,7 +85,7 @@ type result struct {
 }
 
 // JSON decodes the body as a JSON object.
-func (r result) JSON(t *testing.T) map[string]any {
+func (r result) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Body, &m); err != nil {
@@ -95,7 +95,7 @@ func (r result) JSON(t *testing.T) map[string]any {
 }
 
 // Errors returns the detail list of a 422.
-func (r result) Errors(t *testing.T) []map[string]any {
+func (r result) Errors(t testing.TB) []map[string]any {
 	t.Helper()
 	if r.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("status = %d, want 422; body %s", r.Status, r.Body)
@@ -165,7 +165,7 @@ func (e *env) call(method, path string, body any, opts ...reqOption) result {
 // conform checks a response body against the document: the schema of its
 // route and status when the document lists one, FastAPI's {"detail": str}
 // for the error statuses it leaves out.
-func conform(t *testing.T, method, path string, res result) {
+func conform(t testing.TB, method, path string, res result) {
 	t.Helper()
 	if res.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("%s %s: Content-Type = %q, want application/json", method, path, res.Header.Get("Content-Type"))
@@ -200,7 +200,7 @@ func conform(t *testing.T, method, path string, res result) {
 }
 
 // mustStatus fails the test unless res has the wanted status.
-func mustStatus(t *testing.T, res result, want int) {
+func mustStatus(t testing.TB, res result, want int) {
 	t.Helper()
 	if res.Status != want {
 		t.Fatalf("status = %d, want %d; body %s", res.Status, want, res.Body)
@@ -251,7 +251,7 @@ func (e *env) hasCheckpointFiles(modelID string, step int) bool {
 
 // locs returns the loc of each validation error, JSON-encoded, for compact
 // comparisons.
-func locs(t *testing.T, errs []map[string]any) []string {
+func locs(t testing.TB, errs []map[string]any) []string {
 	t.Helper()
 	out := make([]string, len(errs))
 	for i, e := range errs {

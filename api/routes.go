@@ -11,7 +11,7 @@ func (s *Server) routes() {
 	v1.HEAD("/health", s.health) // for load balancers that probe with HEAD
 	v1.GET("/system-check", s.systemCheck)
 
-	authed := v1.Group("", s.authenticate)
+	authed := v1.Group("", s.authenticate, s.limitInflight)
 
 	// Models and their checkpoints.
 	authed.POST("/preview/models", s.createModel)

@@ -42,6 +42,15 @@ type Config struct {
 	// MaxCheckpointSteps bounds the steps list of one checkpoint deletion.
 	// Default 10000.
 	MaxCheckpointSteps int
+	// BodyTimeout bounds reading one request body. Default
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds writing one response, or one event of a streamed
+	// one. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxRequestsPerKey caps one account's requests in flight; past it they
+	// get 429 before their bodies are read. Default DefaultMaxRequestsPerKey.
+	MaxRequestsPerKey int
 	// Jobs configures the training-job routes (jobs.go).
 	Jobs JobsConfig
 }
@@ -83,6 +92,7 @@ type Server struct {
 	engine *gin.Engine
 	// baseModels is Config.BaseModels as a set, nil when any name goes.
 	baseModels map[string]bool
+	inflight   *inflight
 }
 
 // New builds the server and its routes.
@@ -92,6 +102,15 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.SystemCheckTimeout <= 0 {
 		cfg.SystemCheckTimeout = DefaultSystemCheckTimeout
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.MaxRequestsPerKey <= 0 {
+		cfg.MaxRequestsPerKey = DefaultMaxRequestsPerKey
 	}
 	if cfg.MaxCheckpointSteps <= 0 {
 		cfg.MaxCheckpointSteps = 10000
@@ -106,7 +125,7 @@ func New(cfg Config, deps Deps) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{cfg: cfg, deps: deps, log: log}
+	s := &Server{cfg: cfg, deps: deps, log: log, inflight: newInflight(cfg.MaxRequestsPerKey)}
 	if len(cfg.BaseModels) > 0 {
 		s.baseModels = make(map[string]bool, len(cfg.BaseModels))
 		for _, b := range cfg.BaseModels {

@@ -58,9 +58,12 @@ func (a *app) apiHandler() http.Handler {
 		},
 	}, a.inf.db, a.inf.blobs, a.log.Named("serving"))
 	srv := api.New(api.Config{
-		MaxBodyBytes: a.cfg.MaxBodyBytes,
-		BaseModels:   baseModels,
-		Jobs:         api.JobsConfig{Data: a.dataPolicy()},
+		MaxBodyBytes:      a.cfg.MaxBodyBytes,
+		BodyTimeout:       a.cfg.HTTP.BodyTimeout,
+		WriteTimeout:      a.cfg.HTTP.WriteTimeout,
+		MaxRequestsPerKey: a.cfg.HTTP.MaxRequestsPerKey,
+		BaseModels:        baseModels,
+		Jobs:              api.JobsConfig{Data: a.dataPolicy()},
 	}, api.Deps{
 		Accounts:  a.inf.db,
 		Models:    a.inf.db,
@@ -126,13 +129,9 @@ func listenHTTP(addr string) (*httpServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API listener on %s (is another trainyard running? set %s): %w", addr, config.EnvHTTPAddr, err)
 	}
-	return &httpServer{
-		ln: ln,
-		srv: &http.Server{
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-		},
-	}, nil
+	srv := &http.Server{}
+	api.ConfigureHTTPServer(srv)
+	return &httpServer{ln: ln, srv: srv}, nil
 }
 
 // URL is the API's base URL.

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// What one client can hold of the server. A request costs little while its
+// body trickles in (nothing is allocated from a declared Content-Length), but
+// each still holds a goroutine, buffers and a socket, so time and count are
+// bounded too.
+const (
+	// DefaultBodyTimeout bounds reading one request body when
+	// Config.BodyTimeout is zero: a 64 MiB upload needs about 1 MiB/s.
+	DefaultBodyTimeout = time.Minute
+	// DefaultWriteTimeout bounds writing one response (or one event of a
+	// stream) when Config.WriteTimeout is zero.
+	DefaultWriteTimeout = time.Minute
+	// DefaultMaxRequestsPerKey caps one account's requests in flight when
+	// Config.MaxRequestsPerKey is zero; well above the chat limits, so only
+	// a client holding sockets open runs into it.
+	DefaultMaxRequestsPerKey = 128
+	// readHeaderTimeout bounds reading a request's headers.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout closes keep-alive connections nobody uses.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds a request's headers (Go's default is 1 MiB).
+	maxHeaderBytes = 64 << 10
+)
+
+// ConfigureHTTPServer sets the connection limits the API relies on: header,
+// idle and header-size limits. Per-request body and write deadlines are set
+// by the handlers (a server-wide ReadTimeout or WriteTimeout would also cut
+// streamed chat completions, and a read deadline that passes while a handler
+// runs cancels its context).
+func ConfigureHTTPServer(srv *http.Server) {
+	srv.ReadHeaderTimeout = readHeaderTimeout
+	srv.IdleTimeout = idleTimeout
+	srv.MaxHeaderBytes = maxHeaderBytes
+}
+
+// inflight counts each account's requests in flight.
+type inflight struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func newInflight(max int) *inflight { return &inflight{max: max, n: map[string]int{}} }
+
+// acquire takes a slot for id; ok is false past the cap.
+func (l *inflight) acquire(id string) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[id] >= l.max {
+		return nil, false
+	}
+	l.n[id]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.n[id]--; l.n[id] == 0 {
+			delete(l.n, id)
+		}
+	}, true
+}
+
+// limitInflight answers 429 when the authenticated account already has
+// Config.MaxRequestsPerKey requests in flight, before anything is read.
+func (s *Server) limitInflight(c *gin.Context) {
+	acct := accountOf(c)
+	release, ok := s.inflight.acquire(acct.ID)
+	if !ok {
+		c.Header("Retry-After", "1")
+		s.writeDetail(c, http.StatusTooManyRequests, fmt.Sprintf(
+			"Too many requests in flight for this account (at most %d); wait for some to finish.", s.cfg.MaxRequestsPerKey))
+		return
+	}
+	defer release()
+	c.Next()
+}
+
+// extendWrite gives the next write of the response Config.WriteTimeout to
+// complete, so a client that stops reading cannot hold a handler forever.
+// It is set just before writing, not when the request arrives, because
+// generating an answer may take longer than writing it should.
+func (s *Server) extendWrite(c *gin.Context) {
+	// Not every ResponseWriter supports deadlines (httptest's recorder
+	// does not); then there is no socket to protect.
+	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+}
