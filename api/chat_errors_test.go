@@ -3,8 +3,11 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,4 +140,57 @@ func TestChatConcurrencyLimitAndCancellation(t *testing.T) {
 	if n := e.logs.FilterMessage("chat stream: client went away").Len(); n != 1 {
 		t.Fatalf("%d 'client went away' logs, want 1", n)
 	}
+}
+
+// TestChatFairShare is issue 16's fourth defect: with the per-account limit left at its default, one
+// account running 32 concurrent clients took every slot and another got 429 on 30 of 30 requests. Now an
+// account's default share is half the global limit, so the second account is served while the first
+// saturates its share (and gets 429 past it).
+func TestChatFairShare(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, serving.Config{Concurrency: 8})
+	ask := func(ctx context.Context, key string) int {
+		body := `{"model":"` + servingtest.BaseModel + `","max_tokens":24,"ignore_eos":true,"messages":[{"role":"user","content":"Talk."}]}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var hogged, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				switch ask(ctx, e.key) {
+				case http.StatusOK:
+					hogged.Add(1)
+				case http.StatusTooManyRequests:
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	for hogged.Load() == 0 { // the first account is saturating
+		time.Sleep(10 * time.Millisecond)
+	}
+	served := 0
+	for range 30 {
+		if code := ask(context.Background(), e.otherKey); code == http.StatusOK {
+			served++
+		} else if code != http.StatusTooManyRequests {
+			t.Errorf("second account: status %d", code)
+		}
+	}
+	stop()
+	wg.Wait()
+	if served != 30 || refused.Load() == 0 {
+		t.Fatalf("second account served %d of 30 while the first had %d answers and %d refusals", served, hogged.Load(), refused.Load())
+	}
+	t.Logf("second account: %d/30 served; first account: %d served, %d refused", served, hogged.Load(), refused.Load())
 }

@@ -23,7 +23,8 @@ type Config struct {
 	// means 8 × GOMAXPROCS: requests on the same model share batched decoding steps, whose throughput on
 	// tiny-chat grows up to about 8 streams per 2 cores and then only adds latency to every stream.
 	Concurrency int
-	// PerAccountConcurrency caps one account's generations in flight; zero means Concurrency.
+	// PerAccountConcurrency caps one account's generations in flight; zero means half of Concurrency (at
+	// least 1), so one busy account always leaves room for the others instead of taking every slot.
 	PerAccountConcurrency int
 	// AdapterCacheBytes bounds the loaded adapters kept in memory; zero means DefaultAdapterCacheBytes.
 	AdapterCacheBytes int64
@@ -54,7 +55,7 @@ func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log
 		cfg.Concurrency = 8 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.PerAccountConcurrency <= 0 {
-		cfg.PerAccountConcurrency = cfg.Concurrency
+		cfg.PerAccountConcurrency = max(1, cfg.Concurrency/2)
 	}
 	if cfg.AdapterCacheBytes <= 0 {
 		cfg.AdapterCacheBytes = DefaultAdapterCacheBytes

@@ -110,7 +110,7 @@ type Chat struct {
 	// 0 is the serving package's default (8 × cores: requests on one model share batched decoding steps).
 	Concurrency int
 	// PerAccountConcurrency caps one account's generations
-	// (TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT); 0 means Concurrency.
+	// (TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT); 0 means half of Concurrency.
 	PerAccountConcurrency int
 	// AdapterCacheBytes bounds the adapters kept loaded
 	// (TRAINYARD_ADAPTER_CACHE_BYTES); 0 is the serving default.
