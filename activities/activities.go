@@ -107,6 +107,13 @@ type Config struct {
 	// DownloadStallTimeout fails an http(s) download attempt that receives
 	// nothing for this long (1 min); the attempt is retried.
 	DownloadStallTimeout time.Duration
+	// DownloadTimeout bounds one attempt at copying training data in,
+	// however steadily it trickles (5 min); the attempt is retried.
+	DownloadTimeout time.Duration
+	// FetchPerAccount is how many of a worker's downloads one account may
+	// hold at once (2); its other jobs' Fetch attempts wait their turn
+	// without holding a slot.
+	FetchPerAccount int
 }
 
 func (c *Config) applyDefaults() {
@@ -122,6 +129,10 @@ func (c *Config) applyDefaults() {
 	def(&c.ProgressInterval, time.Second)
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.DownloadStallTimeout, time.Minute)
+	def(&c.DownloadTimeout, 5*time.Minute)
+	if c.FetchPerAccount <= 0 {
+		c.FetchPerAccount = 2
+	}
 	if c.MaxDataBytes <= 0 {
 		c.MaxDataBytes = 256 << 20
 	}
@@ -130,9 +141,10 @@ func (c *Config) applyDefaults() {
 // Activities carries the dependencies of every activity method. Register it
 // with a worker; workflows refer to its methods through a nil pointer.
 type Activities struct {
-	d     Deps
-	cfg   Config
-	plans planCache
+	d       Deps
+	cfg     Config
+	plans   planCache
+	fetches accountSlots
 }
 
 // New checks deps and returns the activities.
@@ -147,5 +159,5 @@ func New(d Deps, cfg Config) (*Activities, error) {
 		d.Logger = zap.NewNop()
 	}
 	cfg.applyDefaults()
-	return &Activities{d: d, cfg: cfg}, nil
+	return &Activities{d: d, cfg: cfg, fetches: accountSlots{max: cfg.FetchPerAccount}}, nil
 }

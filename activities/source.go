@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -112,8 +111,9 @@ var (
 	artifactVersion = regexp.MustCompile(`^(v[0-9]{1,9}|latest)$`)
 )
 
-// fetchData reads the job's SFT data: the copy stored with the job when
-// there is one, otherwise training_data_url, which is then copied in.
+// fetchData reads the job's SFT data: the copy stored with the job (which
+// the Fetch activity makes before the job's turn), otherwise
+// training_data_url, copied in first (jobs whose workflows predate Fetch).
 func (a *Activities) fetchData(ctx context.Context, job *trainyard.Job, model *trainyard.Model, rawURL string) ([]byte, error) {
 	if rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, DataFile); err == nil {
 		defer rc.Close()
@@ -121,22 +121,15 @@ func (a *Activities) fetchData(ctx context.Context, job *trainyard.Job, model *t
 	} else if !isCode(err, trainyard.ENOTFOUND) {
 		return nil, classify(err, "open the stored training data")
 	}
-	if err := CheckDataURL(rawURL, a.cfg.Data); err != nil {
-		return nil, invalidf("training_data_url: %v", err)
-	}
-	rc, err := a.openURL(ctx, model, rawURL)
-	if err != nil {
+	if _, err := a.copyIn(ctx, job, model, rawURL, nil); err != nil {
 		return nil, err
+	}
+	rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, DataFile)
+	if err != nil {
+		return nil, classify(err, "open the stored training data")
 	}
 	defer rc.Close()
-	data, err := a.readLimited(rc, "training_data_url")
-	if err != nil {
-		return nil, err
-	}
-	if err := a.d.Blobs.PutJobInput(ctx, job.ID, DataFile, bytes.NewReader(data), int64(len(data))); err != nil {
-		return nil, classify(err, "store a copy of the training data")
-	}
-	return data, nil
+	return a.readLimited(rc, "the stored training data")
 }
 
 // openURL opens training data by scheme.

@@ -27,6 +27,9 @@ type Config struct {
 	// TrainingConcurrency is how many Prepare and Train activities run at
 	// once in this worker (1): each one keeps every core busy.
 	TrainingConcurrency int
+	// FetchConcurrency is how many downloads of training data (Fetch) run
+	// at once in this worker (4), apart from training.
+	FetchConcurrency int
 	// BookkeepingConcurrency is how many other activities run at once
 	// (1000). Jobs waiting for their model hold one each while they wait.
 	BookkeepingConcurrency int
@@ -45,6 +48,9 @@ func (c *Config) applyDefaults() {
 	if c.TrainingConcurrency <= 0 {
 		c.TrainingConcurrency = 1
 	}
+	if c.FetchConcurrency <= 0 {
+		c.FetchConcurrency = 4
+	}
 	if c.BookkeepingConcurrency <= 0 {
 		c.BookkeepingConcurrency = 1000
 	}
@@ -53,11 +59,11 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// Worker polls the job task queue (workflows and bookkeeping activities) and
-// its compute queue (Prepare and Train).
+// Worker polls the job task queue (workflows and bookkeeping activities),
+// its compute queue (Prepare and Train) and its fetch queue (Fetch).
 type Worker struct {
-	main, compute sdkworker.Worker
-	log           *zap.Logger
+	main, compute, fetch sdkworker.Worker
+	log                  *zap.Logger
 }
 
 // New registers the workflows and acts on two SDK workers over c.
@@ -89,7 +95,16 @@ func New(c client.Client, acts *activities.Activities, cfg Config, log *zap.Logg
 		Identity:                         cfg.Identity,
 	})
 	register(compute, map[string]any{"Prepare": acts.Prepare, "Train": acts.Train})
-	return &Worker{main: main, compute: compute, log: log}, nil
+
+	fetch := sdkworker.New(c, workflows.FetchTaskQueue(cfg.TaskQueue), sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.FetchConcurrency,
+		MaxConcurrentActivityTaskPollers:   min(cfg.FetchConcurrency, 4),
+		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+		Identity:                           cfg.Identity,
+	})
+	register(fetch, map[string]any{"Fetch": acts.Fetch})
+	return &Worker{main: main, compute: compute, fetch: fetch, log: log}, nil
 }
 
 // heartbeatThrottle caps how long the SDK holds back an activity's
@@ -116,6 +131,11 @@ func (w *Worker) Start() error {
 		w.main.Stop()
 		return fmt.Errorf("worker: start the compute worker: %w", err)
 	}
+	if err := w.fetch.Start(); err != nil {
+		w.compute.Stop()
+		w.main.Stop()
+		return fmt.Errorf("worker: start the fetch worker: %w", err)
+	}
 	return nil
 }
 
@@ -123,6 +143,7 @@ func (w *Worker) Start() error {
 // activities. A Train activity sees the stop, finishes its step, stores its
 // state and returns, so another worker continues without recomputing.
 func (w *Worker) Stop() {
+	w.fetch.Stop()
 	w.compute.Stop()
 	w.main.Stop()
 }

@@ -12,6 +12,12 @@ const DefaultTaskQueue = "trainyard-training"
 // (waiting for a turn, closing jobs) are never starved by training.
 func ComputeTaskQueue(taskQueue string) string { return taskQueue + "-compute" }
 
+// FetchTaskQueue is the task queue of the Fetch activities (copying SFT
+// training data in) of workflows on taskQueue. Downloads wait on networks,
+// not CPUs, so they get slots of their own: a slow server can hold one of
+// them, never a training slot.
+func FetchTaskQueue(taskQueue string) string { return taskQueue + "-fetch" }
+
 // workflowIDPrefix starts the id of every job workflow.
 const workflowIDPrefix = "training-job-"
 

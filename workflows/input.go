@@ -68,6 +68,7 @@ const ProgressQuery = "progress"
 
 // Phases of a job, as Progress reports them.
 const (
+	PhaseFetching  = "fetching"  // copying the SFT training data in
 	PhaseWaiting   = "waiting"   // an older job on the model runs first
 	PhasePreparing = "preparing" // loading and tokenising the input
 	PhaseTraining  = "training"

@@ -74,6 +74,9 @@ func (j *job) run(ctx workflow.Context) (*JobResult, error) {
 func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 	log := workflow.GetLogger(ctx)
 	if j.resume == nil {
+		if err := j.fetch(ctx); err != nil {
+			return nil, err
+		}
 		var turn activities.WaitTurnResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, gateOptions(j.opts)),
 			a.WaitTurn, activities.WaitTurnInput{JobID: j.id}).Get(ctx, &turn)
@@ -131,6 +134,25 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 	j.progress.Status, j.progress.Phase, j.progress.CheckpointStep = trainyard.JobCompleted, PhaseDone, step
 	log.Info("job completed", "JobID", j.id, "CheckpointStep", step)
 	return &JobResult{JobID: j.id, CheckpointStep: step, Steps: j.total, Metrics: j.metrics}, nil
+}
+
+// fetchVersion marks workflows that copy SFT data in with Fetch before
+// their turn; histories from before it replay without the activity.
+const fetchVersion = "fetch-before-turn"
+
+// fetch copies an SFT job's training data in, on the fetch task queue,
+// before the job waits for its model: the download overlaps the wait and
+// never holds a training slot.
+func (j *job) fetch(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, fetchVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion || j.kind != trainyard.JobKindSFT {
+		return nil
+	}
+	j.progress.Phase = PhaseFetching
+	queue := FetchTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, fetchOptions(j.opts, queue)),
+		a.Fetch, activities.FetchInput{JobID: j.id}).Get(ctx, nil)
+	j.progress.Phase = PhaseWaiting
+	return err
 }
 
 // computeQueue is the task queue of this workflow's CPU-bound activities.

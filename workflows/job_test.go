@@ -21,6 +21,9 @@ import (
 
 const testJobID = "0190f5f0-0000-7000-8000-000000000001"
 
+// testQueue is the task queue of workflows in the SDK's test environment.
+const testQueue = "default-test-taskqueue"
+
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
@@ -29,6 +32,9 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(RLJob)
 	env.RegisterWorkflow(SFTJob)
 	env.RegisterActivity(&activities.Activities{})
+	// SFT jobs copy their data in first; tests about other phases need
+	// not say so.
+	env.OnActivity(a.Fetch, mock.Anything, mock.Anything).Return(&activities.FetchResult{}, nil).Maybe()
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }
@@ -266,4 +272,28 @@ func TestContinueAsNewWhenTemporalSuggestsIt(t *testing.T) {
 
 	env.ExecuteWorkflow(SFTJob, SFTJobInput{JobID: testJobID})
 	require.True(t, workflow.IsContinueAsNewError(env.GetWorkflowError()))
+}
+
+// TestSFTJobFetchesOnItsOwnQueueBeforeItsTurn: the data is copied in by
+// Fetch on the fetch task queue, before WaitTurn, so a slow server holds no
+// training slot and no turn on the model; a failed fetch fails the job.
+func TestSFTJobFetchesOnItsOwnQueueBeforeItsTurn(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SFTJob)
+	env.RegisterActivity(&activities.Activities{})
+	var order []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		order = append(order, info.ActivityType.Name+"@"+info.TaskQueue)
+	})
+	env.OnActivity(a.Fetch, mock.Anything, activities.FetchInput{JobID: testJobID}).
+		Return(nil, temporal.NewNonRetryableApplicationError("training_data_url answered HTTP 404", activities.ErrInvalidInput, nil)).Once()
+	env.OnActivity(a.Fail, mock.Anything, activities.FailInput{JobID: testJobID, Status: trainyard.JobFailed,
+		Message: "training_data_url answered HTTP 404"}).Return(nil).Once()
+	env.ExecuteWorkflow(SFTJob, SFTJobInput{JobID: testJobID})
+	require.Error(t, env.GetWorkflowError())
+	require.Equal(t, []string{"Fetch@" + FetchTaskQueue(testQueue), "Fail@" + testQueue}, order)
+	env.AssertExpectations(t)
+	env.AssertActivityNotCalled(t, "WaitTurn", mock.Anything, mock.Anything)
 }

@@ -63,3 +63,19 @@ func recordOptions() workflow.ActivityOptions {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	}
 }
+
+// fetchOptions: copying training data in heartbeats its progress; each
+// attempt has its own deadline inside the activity. Attempts are not counted
+// (an account past its share of downloads retries until a slot frees up);
+// the whole fetch is bounded instead, and data that can never be read fails
+// at once as invalid input.
+func fetchOptions(o Options, queue string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:              queue,
+		StartToCloseTimeout:    30 * time.Minute,
+		ScheduleToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:       o.HeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	}
+}

@@ -94,13 +94,15 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		Bases:     a.bases,
 		Files:     a.inf.blobs,
 		Logger:    a.log.Named("activities"),
-	}, activities.Config{Data: a.dataPolicy()})
+	}, activities.Config{Data: a.dataPolicy(), DownloadTimeout: a.cfg.Worker.DownloadTimeout,
+		FetchPerAccount: a.cfg.Worker.FetchConcurrency / 2}) // 0: the activities' default
 	if err != nil {
 		return nil, nil, fmt.Errorf("activities: %w", err)
 	}
 	w, err := worker.New(a.inf.temporal, acts, worker.Config{
 		TaskQueue:           a.cfg.Temporal.TaskQueue,
 		TrainingConcurrency: a.cfg.Worker.TrainingConcurrency,
+		FetchConcurrency:    a.cfg.Worker.FetchConcurrency,
 	}, a.log.Named("worker"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker: %w", err)

@@ -94,7 +94,7 @@ func (s *stack) apiServer(wf api.JobWorkflows) *httptest.Server {
 	chat := serving.New(serving.Config{BaseModels: []string{baseModel},
 		OpenBase: func(name string) (*engine.Base, error) { return sharedBases.Base(context.Background(), name) },
 	}, s.db, s.blobs, s.log)
-	srv := api.New(api.Config{BaseModels: []string{baseModel}}, api.Deps{
+	srv := api.New(api.Config{BaseModels: []string{baseModel}, Jobs: api.JobsConfig{Data: activities.DataPolicy{S3: s.blobs.ReadPolicy()}}}, api.Deps{
 		Accounts: s.db, Models: s.db, Logs: s.db, Jobs: s.db, Events: s.db, Blobs: s.blobs,
 		Workflows: wf, Files: s.blobs, Logger: s.log, Chat: chat,
 	})
@@ -114,10 +114,12 @@ func (s *stack) withWorkflows(wf api.JobWorkflows) *stack {
 // activities builds activities over the stack's stores.
 func (s *stack) activities() *activities.Activities {
 	s.t.Helper()
+	cfg := s.opts.Activities
+	cfg.Data.S3 = s.blobs.ReadPolicy()
 	acts, err := activities.New(activities.Deps{
 		Jobs: s.db, Events: s.db, Models: s.db, Blobs: s.blobs, Queue: s.db, Workflows: s.wf,
 		Bases: sharedBases, Files: s.blobs, Logger: s.log,
-	}, s.opts.Activities)
+	}, cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
