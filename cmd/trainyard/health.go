@@ -23,6 +23,8 @@ func healthChecks(inf *infra, taskQueue string) []api.HealthCheck {
 		{Name: "queue:" + taskQueue, Check: pollersPresent(inf.temporal, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)},
 		{Name: "queue:" + workflows.ComputeTaskQueue(taskQueue),
 			Check: pollersPresent(inf.temporal, workflows.ComputeTaskQueue(taskQueue), enumspb.TASK_QUEUE_TYPE_ACTIVITY)},
+		{Name: "queue:" + workflows.FetchTaskQueue(taskQueue),
+			Check: pollersPresent(inf.temporal, workflows.FetchTaskQueue(taskQueue), enumspb.TASK_QUEUE_TYPE_ACTIVITY)},
 	}
 }
 

@@ -154,7 +154,7 @@ func TestServe(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for _, check := range []string{"database", "storage", "temporal", "queue:trainyard-training", "queue:trainyard-training-compute"} {
+	for _, check := range []string{"database", "storage", "temporal", "queue:trainyard-training", "queue:trainyard-training-compute", "queue:trainyard-training-fetch"} {
 		if r, ok := body[check].(map[string]any); !ok || r["success"] != true {
 			t.Errorf("system-check %s = %v", check, body[check])
 		}
