@@ -21,6 +21,11 @@ type Trajectory struct {
 	Logs                 []string          `json:"logs"`
 }
 
+// MaxAbsReward bounds a trajectory's reward: rewards are averaged, squared
+// for their spread and scaled into advantages, which must stay finite. No
+// reward a scorer writes comes near it.
+const MaxAbsReward = 1e6
+
 // History is an additional conversation that belongs to a trajectory and is
 // trained with the same reward.
 type History struct {

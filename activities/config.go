@@ -19,6 +19,23 @@ type FieldError struct {
 	Input any
 }
 
+// The documented ranges of numeric settings (README, "Job settings"). Every
+// value inside them trains; the API refuses the rest with a 422.
+const (
+	// MaxLearningRate bounds learning_rate, RL and SFT, and the RL rate
+	// after its multipliers. LoRA trains at 1e-6 to 1e-2; past 0.1 a step
+	// wrecks the adapter, and every later job on the model with it.
+	MaxLearningRate = 0.1
+	// maxEpsilon bounds the clipping ranges epsilon and epsilon_high.
+	maxEpsilon = 100.0
+	// maxKLPenaltyCoef bounds kl_penalty_coef.
+	maxKLPenaltyCoef = 100.0
+	// maxLRPower bounds num_trajectories_learning_rate_multiplier_power.
+	maxLRPower = 2.0
+	// maxCount bounds the integer sizes that trainyard accepts and ignores.
+	maxCount = 1 << 20
+)
+
 // RLSettings is a validated RL experimental_config with defaults applied.
 type RLSettings struct {
 	// LearningRate is experimental_config.learning_rate; 0 when the client
@@ -87,19 +104,19 @@ func ParseRLConfig(raw json.RawMessage) (RLSettings, []FieldError) {
 	bad := func(field, msg string, input any) {
 		errs = append(errs, FieldError{Loc: []any{"experimental_config", field}, Msg: msg, Type: "value_error", Input: input})
 	}
-	positive := func(field string, v *float64, dst *float64) {
+	within := func(field string, v *float64, dst *float64, max float64) {
 		if v == nil {
 			return
 		}
-		if !finite(*v) || *v <= 0 {
-			bad(field, "must be a finite number greater than 0", *v)
+		if !finite(*v) || *v <= 0 || *v > max {
+			bad(field, fmt.Sprintf("must be greater than 0 and at most %g", max), *v)
 			return
 		}
 		*dst = *v
 	}
-	positive("learning_rate", w.LearningRate, &s.LearningRate)
-	positive("epsilon", w.Epsilon, &s.Epsilon)
-	positive("epsilon_high", w.EpsilonHigh, &s.EpsilonHigh)
+	within("learning_rate", w.LearningRate, &s.LearningRate, MaxLearningRate)
+	within("epsilon", w.Epsilon, &s.Epsilon, maxEpsilon)
+	within("epsilon_high", w.EpsilonHigh, &s.EpsilonHigh, maxEpsilon)
 	if w.LossFn != nil {
 		if *w.LossFn != "cispo" && *w.LossFn != "ppo" {
 			bad("loss_fn", `must be "cispo" or "ppo"`, *w.LossFn)
@@ -137,8 +154,8 @@ func ParseRLConfig(raw json.RawMessage) (RLSettings, []FieldError) {
 		}
 	}
 	if v := w.KLPenaltyCoef; v != nil {
-		if !finite(*v) || *v < 0 {
-			bad("kl_penalty_coef", "must be a finite number of at least 0", *v)
+		if !finite(*v) || *v < 0 || *v > maxKLPenaltyCoef {
+			bad("kl_penalty_coef", fmt.Sprintf("must be between 0 and %g", maxKLPenaltyCoef), *v)
 		} else {
 			s.KLPenaltyCoef = *v
 		}
@@ -150,8 +167,8 @@ func ParseRLConfig(raw json.RawMessage) (RLSettings, []FieldError) {
 		s.PrecalculateLogprobs = *w.PrecalculateLogprobs
 	}
 	if v := w.LRTrajectoryPower; v != nil {
-		if !finite(*v) {
-			bad("num_trajectories_learning_rate_multiplier_power", "must be a finite number", *v)
+		if !finite(*v) || math.Abs(*v) > maxLRPower {
+			bad("num_trajectories_learning_rate_multiplier_power", fmt.Sprintf("must be between %g and %g", -maxLRPower, maxLRPower), *v)
 		} else {
 			s.LRTrajectoryPower = *v
 		}
@@ -159,11 +176,11 @@ func ParseRLConfig(raw json.RawMessage) (RLSettings, []FieldError) {
 	if w.LRByRewardStd != nil {
 		s.LRByRewardStd = *w.LRByRewardStd
 	}
-	if v := w.ChunkSize; v != nil && *v < 1 {
-		bad("logprob_calculation_chunk_size", "must be at least 1", *v)
+	if v := w.ChunkSize; v != nil && (*v < 1 || *v > maxCount) {
+		bad("logprob_calculation_chunk_size", fmt.Sprintf("must be between 1 and %d", maxCount), *v)
 	}
-	if v := w.PackedSequenceLength; v != nil && *v < 1 {
-		bad("packed_sequence_length", "must be at least 1", *v)
+	if v := w.PackedSequenceLength; v != nil && (*v < 1 || *v > maxCount) {
+		bad("packed_sequence_length", fmt.Sprintf("must be between 1 and %d", maxCount), *v)
 	}
 	unsupported := func(field string, set bool, input any) {
 		if set {

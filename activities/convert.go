@@ -58,7 +58,7 @@ func choiceMessage(c *trainyard.Choice, stop map[int]bool) (engine.Message, erro
 	tokens := make([]int, 0, len(c.Logprobs.Content))
 	logprobs := make([]float32, 0, len(c.Logprobs.Content))
 	for _, lp := range c.Logprobs.Content {
-		id, ok := tokenID(lp.Token)
+		id, ok := TokenID(lp.Token)
 		if !ok {
 			return out, nil // logprobs of another tokenizer: re-tokenise
 		}
@@ -72,8 +72,8 @@ func choiceMessage(c *trainyard.Choice, stop map[int]bool) (engine.Message, erro
 	return out, nil
 }
 
-// tokenID parses "token_id:<id>".
-func tokenID(tok string) (int, bool) {
+// TokenID parses "token_id:<id>".
+func TokenID(tok string) (int, bool) {
 	s, ok := strings.CutPrefix(tok, "token_id:")
 	if !ok {
 		return 0, false

@@ -144,4 +144,3 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 		t.Fatalf("data past the limit: err = %v", err)
 	}
 }
-

@@ -17,12 +17,8 @@ type rlInput struct {
 	TrajectoryGroups []trainyard.TrajectoryGroup `json:"trajectory_groups"`
 }
 
-// prepareRL turns the job's trajectory groups into one gradient step:
-// group-relative advantages, then one sequence per trajectory and per
-// additional history, trained with the trajectory's advantage. Trajectories
-// whose advantage is zero (groups whose rewards are all equal) carry no
-// signal and are left out, unless a KL penalty gives every sequence a
-// gradient.
+// prepareRL reads the job's trajectory groups and plans one gradient step
+// from them (buildRLPlan).
 func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobConfig, base *engine.Base) (*plan, int, error) {
 	settings, errs := ParseRLConfig(cfg.ExperimentalConfig)
 	if len(errs) > 0 {
@@ -37,15 +33,40 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 	if err := json.NewDecoder(io.Reader(rc)).Decode(&in); err != nil {
 		return nil, 0, invalidf("the job's trajectory groups cannot be decoded: %v", err)
 	}
-	groups := in.TrajectoryGroups
+	p, n, err := buildRLPlan(base, in.TrajectoryGroups, settings)
+	if err != nil {
+		return nil, 0, invalidf("%v", err)
+	}
+	return p, n, nil
+}
+
+// CheckRLJob runs on an RL job's input every check that preparing it on base
+// will run (settings, rewards, rendering, context length), so the API
+// accepts exactly the jobs that train. The error is written for the user.
+func CheckRLJob(base *engine.Base, groups []trainyard.TrajectoryGroup, experimental json.RawMessage) error {
+	settings, errs := ParseRLConfig(experimental)
+	if len(errs) > 0 {
+		return fmt.Errorf("experimental_config: %s", describe(errs))
+	}
+	_, _, err := buildRLPlan(base, groups, settings)
+	return err
+}
+
+// buildRLPlan turns trajectory groups into one gradient step:
+// group-relative advantages, then one sequence per trajectory and per
+// additional history, trained with the trajectory's advantage. Trajectories
+// whose advantage is zero (groups whose rewards are all equal) carry no
+// signal and are left out, unless a KL penalty gives every sequence a
+// gradient. Errors are the user's, in plain words.
+func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings RLSettings) (*plan, int, error) {
 	if len(groups) == 0 {
-		return nil, 0, invalidf("trajectory_groups is empty: there is nothing to train on")
+		return nil, 0, fmt.Errorf("trajectory_groups is empty: there is nothing to train on")
 	}
 	rewards := make([][]float64, len(groups))
 	for gi, g := range groups {
 		for ti, t := range g.Trajectories {
 			if !finite(t.Reward) {
-				return nil, 0, invalidf("trajectory_groups[%d].trajectories[%d].reward is not a finite number", gi, ti)
+				return nil, 0, fmt.Errorf("trajectory_groups[%d].trajectories[%d].reward is not a finite number", gi, ti)
 			}
 			rewards[gi] = append(rewards[gi], t.Reward)
 		}
@@ -72,7 +93,7 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 				}
 				seq, ok, err := renderHistory(base, h, stop)
 				if err != nil {
-					return nil, 0, invalidf("%s: %v", where, err)
+					return nil, 0, fmt.Errorf("%s: %v", where, err)
 				}
 				if ok {
 					p.Samples = append(p.Samples, engine.RLSample{Sequence: seq, Advantage: float32(adv[gi][ti])})
@@ -104,18 +125,21 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 	// standard deviation or the advantages: say so now rather than fail
 	// later on a NaN advantage or an event that cannot be stored.
 	if k, v, bad := trainyard.FirstNonFinite(metrics); bad {
-		return nil, 0, invalidf("the trajectory groups' %s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v)
+		return nil, 0, fmt.Errorf("the trajectory groups' %s is %v: rewards or metrics are too large to average; keep them well inside ±1e300", k, v)
 	}
 	for gi := range adv {
 		for ti, v := range adv[gi] {
 			if !finite(v) {
-				return nil, 0, invalidf("trajectory_groups[%d].trajectories[%d]: the advantage is %v: rewards are too large to normalise; keep them well inside ±1e300", gi, ti, v)
+				return nil, 0, fmt.Errorf("trajectory_groups[%d].trajectories[%d]: the advantage is %v: rewards are too large to normalise; keep them well inside ±1e300", gi, ti, v)
 			}
 		}
 	}
 	if !finite(lr) {
-		return nil, 0, invalidf("the learning rate after scaling is %v; check the learning rate multipliers", lr)
+		return nil, 0, fmt.Errorf("the learning rate after scaling is %v; check the learning rate multipliers", lr)
 	}
+	// The multipliers depend on the data; whatever they make of the rate,
+	// it stays in the range a client may ask for directly.
+	lr = min(lr, MaxLearningRate)
 	batch := make([]int, len(p.Samples))
 	for i := range batch {
 		batch[i] = i
@@ -146,6 +170,11 @@ func render(base *engine.Base, msgs []engine.Message, tools []engine.Tool) (engi
 	}
 	if n, max := len(seq.Tokens), base.ContextLength(); n > max {
 		return seq, fmt.Errorf("the conversation is %d tokens long, more than the model's context of %d", n, max)
+	}
+	for _, id := range seq.Tokens {
+		if id < 0 || id >= base.VocabSize() {
+			return seq, fmt.Errorf("token id %d is outside the model's vocabulary of %d", id, base.VocabSize())
+		}
 	}
 	return seq, nil
 }

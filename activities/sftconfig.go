@@ -81,12 +81,12 @@ func ParseSFTConfig(config, experimental json.RawMessage) (SFTSettings, []FieldE
 			bad([]any{"config", "learning_rate"}, "must be a number or a non-empty list of numbers", json.RawMessage(b))
 		}
 		for i, lr := range many {
-			if !finite(lr) || lr <= 0 {
+			if !finite(lr) || lr <= 0 || lr > MaxLearningRate {
 				loc := []any{"config", "learning_rate"}
 				if b[0] == '[' {
 					loc = append(loc, i)
 				}
-				bad(loc, "must be a finite number greater than 0", lr)
+				bad(loc, fmt.Sprintf("must be greater than 0 and at most %g", MaxLearningRate), lr)
 			}
 		}
 		if len(many) > 0 {

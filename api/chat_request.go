@@ -120,9 +120,9 @@ func greaterThanZero(n validate.Node, v float64) bool {
 	return false
 }
 
-// checkChatMessage is checkMessage plus what the model can take: text content only (an image or audio
-// part is a 422 rather than silently dropped) and function tool calls whose arguments are a JSON object,
-// as the chat template writes them. It only inspects values checkMessage has typed, so nothing is
+// checkChatMessage is checkMessage (which also requires tool-call arguments to be a JSON object) plus what
+// the model can take: text content only (an image or audio part is a 422 rather than silently dropped) and
+// function tool calls. It only inspects values checkMessage has typed, so nothing is
 // reported twice.
 func checkChatMessage(o validate.Obj) {
 	checkMessage(o)
@@ -141,13 +141,6 @@ func checkChatMessage(o validate.Obj) {
 		}
 		if t, _ := call.Field("type").Value().(string); t == "custom" {
 			call.Field("type").Invalid("custom tool calls are not supported: this model calls functions only")
-			continue
-		}
-		if fn, ok := asObj(call.Field("function")); ok {
-			args := fn.Field("arguments")
-			if s, ok := args.Value().(string); ok && !isJSONObject(s) {
-				args.Invalid("arguments must be a JSON object encoded as a string")
-			}
 		}
 	}
 }

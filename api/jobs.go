@@ -70,7 +70,23 @@ func (s *Server) createTrainingJob(c *gin.Context) {
 			map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0})
 	}
 	experimental := rlExperimentalConfig(r.body.Field("experimental_config"))
-	s.submitJob(c, r, trainyard.JobKindRL, workflows.JobConfig{ExperimentalConfig: experimental})
+	// What the worker reads is the validated value, not the bytes as sent:
+	// lax-mode coercions (a reward of "0.75") are already applied, so
+	// whatever passed here decodes there.
+	input, err := json.Marshal(rlJobInput{ModelID: r.modelID, TrajectoryGroups: groups.Groups, ExperimentalConfig: experimental})
+	if err != nil {
+		s.writeError(c, fmt.Errorf("encode the job's input: %w", err))
+		return
+	}
+	s.submitJob(c, r, trainyard.JobKindRL, workflows.JobConfig{ExperimentalConfig: experimental}, input,
+		func(ctx context.Context, m *trainyard.Model) error { return s.checkRLJob(ctx, groups, experimental, m) })
+}
+
+// rlJobInput is the stored input of an RL job.
+type rlJobInput struct {
+	ModelID            string                      `json:"model_id"`
+	TrajectoryGroups   []trainyard.TrajectoryGroup `json:"trajectory_groups"`
+	ExperimentalConfig json.RawMessage             `json:"experimental_config,omitempty"`
 }
 
 // createSFTTrainingJob is POST /v1/preview/sft-training-jobs
@@ -88,7 +104,8 @@ func (s *Server) createSFTTrainingJob(c *gin.Context) {
 		}
 	}
 	config, experimental := sftConfigs(r.body.Field("config"), r.body.Field("experimental_config"))
-	s.submitJob(c, r, trainyard.JobKindSFT, workflows.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental})
+	s.submitJob(c, r, trainyard.JobKindSFT, workflows.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental},
+		r.body.Raw(), func(ctx context.Context, m *trainyard.Model) error { return s.checkArtifact(ctx, dataURL, m) })
 }
 
 // jobRequest is what the two job-creating routes share: the optional
@@ -117,13 +134,14 @@ func (s *Server) readJobRequest(c *gin.Context) (r *jobRequest, ok bool) {
 	return r, true
 }
 
-// submitJob answers r's validation errors, if any, or stores the job's
-// input (the request body), creates its row and starts its workflow. The
-// input is stored first, under a fresh id, so a job row always has its
-// input. When Temporal is down the job stays QUEUED and is still accepted:
-// the worker's reconciler (or a retried POST with the same Idempotency-Key)
-// starts it later.
-func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind, cfg workflows.JobConfig) {
+// submitJob answers r's validation errors, if any, or checks the request
+// against its model (check), stores the job's input, creates its row and
+// starts its workflow. The input is stored first, under a fresh id, so a job
+// row always has its input. When Temporal is down the job stays QUEUED and
+// is still accepted: the worker's reconciler (or a retried POST with the
+// same Idempotency-Key) starts it later.
+func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind, cfg workflows.JobConfig, input []byte,
+	check func(context.Context, *trainyard.Model) error) {
 	if err := r.errs.Err(); err != nil {
 		s.writeError(c, err)
 		return
@@ -136,11 +154,9 @@ func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind
 		s.writeModelError(c, modelID, err)
 		return
 	}
-	if kind == trainyard.JobKindSFT {
-		if err := s.checkArtifact(ctx, cfg.TrainingDataURL, model); err != nil {
-			s.writeError(c, err)
-			return
-		}
+	if err := check(ctx, model); err != nil {
+		s.writeError(c, err)
+		return
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -148,7 +164,6 @@ func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind
 		return
 	}
 	jobID := id.String()
-	input := r.body.Raw()
 	if err := s.deps.Blobs.PutJobInput(ctx, jobID, workflows.InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
 		s.writeError(c, err)
 		return
@@ -227,4 +242,52 @@ func (s *Server) checkArtifact(ctx context.Context, url string, model *trainyard
 		}
 	}
 	return errs.Err()
+}
+
+// checkRLJob checks an RL job's trajectories against the model's base as
+// preparing the job will: token ids within the vocabulary (reported at the
+// token), then rendering and context length. Without Deps.Bases, or for a
+// base this process cannot open, only the shape was checked.
+func (s *Server) checkRLJob(ctx context.Context, groups trajectoryGroups, experimental json.RawMessage, model *trainyard.Model) error {
+	if s.deps.Bases == nil {
+		return nil
+	}
+	base, err := s.deps.Bases.Base(ctx, model.BaseModel)
+	if err != nil {
+		s.log.Warn("cannot check a job's trajectories against its base model", zap.String("base_model", model.BaseModel), zap.Error(err))
+		return nil
+	}
+	var errs validate.Errors
+	vocab := base.VocabSize()
+	for gi, g := range groups.Groups {
+		for ti, t := range g.Trajectories {
+			at := []any{"body", "trajectory_groups", gi, "trajectories", ti}
+			checkTokenIDs(&errs, t.MessagesAndChoices, vocab, model.BaseModel, append(at, "messages_and_choices")...)
+			for hi, h := range t.AdditionalHistories {
+				checkTokenIDs(&errs, h.MessagesAndChoices, vocab, model.BaseModel, append(at, "additional_histories", hi, "messages_and_choices")...)
+			}
+		}
+	}
+	if errs.Len() == 0 {
+		if err := workflows.CheckRLJob(base, groups.Groups, experimental); err != nil {
+			errs.At(nil, "body", "trajectory_groups").Invalid(err.Error())
+		}
+	}
+	return errs.Err()
+}
+
+// checkTokenIDs reports the sampled tokens ("token_id:<id>" logprobs) of
+// items' Choices that lie outside a vocabulary of vocab ids.
+func checkTokenIDs(errs *validate.Errors, items []trainyard.MessageOrChoice, vocab int, baseModel string, loc ...any) {
+	for mi, it := range items {
+		if it.Choice == nil || it.Choice.Logprobs == nil {
+			continue
+		}
+		for li, lp := range it.Choice.Logprobs.Content {
+			if id, ok := workflows.TokenID(lp.Token); ok && id >= vocab {
+				at := append(append([]any{}, loc...), mi, "logprobs", "content", li, "token")
+				errs.At(lp.Token, at...).Invalid(fmt.Sprintf("token id %d is outside the vocabulary of %s (%d tokens)", id, baseModel, vocab))
+			}
+		}
+	}
 }

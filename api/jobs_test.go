@@ -13,6 +13,7 @@ import (
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/api"
+	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/storage/s3"
 	"github.com/trainyard/trainyard/workflows"
 )
@@ -92,14 +93,14 @@ func (f *fakeWorkflows) counts() (started, cancelled int) {
 }
 
 // newJobsEnv is an env whose server has the job routes.
-func newJobsEnv(t *testing.T) (*env, *fakeWorkflows) {
+func newJobsEnv(t testing.TB, mods ...func(*api.Config, *api.Deps)) (*env, *fakeWorkflows) {
 	fw := &fakeWorkflows{states: map[string]workflows.WorkflowState{}, progress: map[string]*workflows.Progress{}}
-	e := newEnv(t, func(c *api.Config, d *api.Deps) {
+	e := newEnv(t, append([]func(*api.Config, *api.Deps){func(c *api.Config, d *api.Deps) {
 		d.Workflows = fw
 		store := d.Blobs.(*s3.Store)
 		d.Files = store
 		c.Jobs.Data = workflows.DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: store.Bucket(), ReadBuckets: []string{"bucket", "data"}}}
-	})
+	}}, mods...)...)
 	fw.db = e.db
 	return e, fw
 }
@@ -142,8 +143,22 @@ func TestCreateTrainingJob(t *testing.T) {
 	}
 	stored, _ := io.ReadAll(rc)
 	rc.Close()
-	if string(stored) != body {
-		t.Fatal("the stored input is not the request body as sent")
+	// What is stored is the validated input, decoded as the worker will.
+	type input struct {
+		TrajectoryGroups []trainyard.TrajectoryGroup `json:"trajectory_groups"`
+	}
+	var got, sent input
+	if err := json.Unmarshal(stored, &got); err != nil {
+		t.Fatalf("the stored input does not decode: %v", err)
+	}
+	if err := json.Unmarshal([]byte(body), &sent); err != nil {
+		t.Fatal(err)
+	}
+	// The same values, an empty list and an absent one alike.
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(sent)
+	if norm := func(b []byte) string { return strings.ReplaceAll(string(b), "[]", "null") }; norm(a) != norm(b) {
+		t.Fatalf("the stored trajectory groups differ from the ones sent\n%s\n%s", a, b)
 	}
 	if started, _ := fw.counts(); started != 1 {
 		t.Fatalf("%d workflow starts", started)
@@ -266,4 +281,73 @@ func TestCreateSFTTrainingJob(t *testing.T) {
 			t.Errorf("%s: errors %v, want %s", body, got, want)
 		}
 	}
+}
+
+// TestTrainingJobInputIsStoredValidated: what the API accepts in lax mode
+// (a reward sent as a string, an integral float for an int) is stored as the
+// value it stands for, so the worker's strict decoding reads it; out-of-range
+// numbers and token ids are refused up front instead of failing the job.
+func TestTrainingJobInputIsStoredValidated(t *testing.T) {
+	t.Parallel()
+	e, _ := newJobsEnv(t, func(_ *api.Config, d *api.Deps) { d.Bases = builtinBases{} })
+	model := e.createModel("lax")
+	traj := func(reward, token string) string {
+		return `{"messages_and_choices": [{"role": "user", "content": "2+3?"}, {"index": 0, "finish_reason": "stop",
+			"message": {"role": "assistant", "content": "5"}, "logprobs": {"content": [{"token": "` + token + `", "logprob": -0.1, "bytes": [53], "top_logprobs": []}]}}],
+			"reward": ` + reward + `, "initial_policy_version": 1.0}`
+	}
+	body := func(r1, r2, token, experimental string) string {
+		return fmt.Sprintf(`{"model_id": %q, "trajectory_groups": [{"trajectories": [%s, %s]}], "experimental_config": %s}`,
+			model, traj(r1, token), traj(r2, token), experimental)
+	}
+	res := e.call("POST", "/v1/preview/training-jobs", body(`"0.75"`, "0", "token_id:53", "null"))
+	mustStatus(t, res, http.StatusOK)
+	rc, err := e.blobs.GetJobInput(context.Background(), res.JSON(t)["id"].(string), workflows.InputFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var in struct {
+		TrajectoryGroups []trainyard.TrajectoryGroup `json:"trajectory_groups"`
+	}
+	dec := json.NewDecoder(rc)
+	if err := dec.Decode(&in); err != nil || in.TrajectoryGroups[0].Trajectories[0].Reward != 0.75 ||
+		*in.TrajectoryGroups[0].Trajectories[0].InitialPolicyVersion != 1 {
+		t.Fatalf("stored input: %+v %v", in, err)
+	}
+	for _, c := range []struct{ body, want string }{
+		{body("1e308", "0", "token_id:53", "null"), `["body","trajectory_groups",0,"trajectories",0,"reward"] less_than_equal`},
+		{body("1", "-1e7", "token_id:53", "null"), `["body","trajectory_groups",0,"trajectories",1,"reward"] greater_than_equal`},
+		{body("1", "0", "token_id:99999999", "null"), `["body","trajectory_groups",0,"trajectories",0,"messages_and_choices",1,"logprobs","content",0,"token"] value_error|` +
+			`["body","trajectory_groups",0,"trajectories",1,"messages_and_choices",1,"logprobs","content",0,"token"] value_error`},
+		{body("1", "0", "token_id:53", `{"learning_rate": 1e39}`), `["body","experimental_config","learning_rate"] value_error`},
+		{body("1", "0", "token_id:53", `{"learning_rate": 1e10}`), `["body","experimental_config","learning_rate"] value_error`},
+		{body("1", "0", "token_id:53", `{"learning_rate": 0.5}`), `["body","experimental_config","learning_rate"] value_error`},
+		{body("1", "0", "token_id:53", `{"kl_penalty_coef": 1e300}`), `["body","experimental_config","kl_penalty_coef"] value_error`},
+	} {
+		got := locs(t, e.call("POST", "/v1/preview/training-jobs", c.body).Errors(t))
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("errors %v, want %s", got, c.want)
+		}
+	}
+	// A tool call's arguments must be a JSON object, as in chat.
+	bad := strings.Replace(body("1", "0", "token_id:53", "null"), `"content": "5"}`,
+		`"content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[1, 2]"}}]}`, 1)
+	got := locs(t, e.call("POST", "/v1/preview/training-jobs", bad).Errors(t))
+	if strings.Join(got, "|") != `["body","trajectory_groups",0,"trajectories",0,"messages_and_choices",1,"message","tool_calls",0,"function","arguments"] value_error` {
+		t.Errorf("tool call arguments: errors %v", got)
+	}
+	// SFT learning rates have the same range.
+	e.upload("p", "d", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"hello\"}]}\n")
+	sft := fmt.Sprintf(`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/p/d", "config": {"learning_rate": [1e-4, 1e10]}}`, model)
+	if got := locs(t, e.call("POST", "/v1/preview/sft-training-jobs", sft).Errors(t)); strings.Join(got, "|") != `["body","config","learning_rate",1] value_error` {
+		t.Errorf("SFT learning rate: errors %v", got)
+	}
+}
+
+// builtinBases opens the engine's built-in base models.
+type builtinBases struct{}
+
+func (builtinBases) Base(_ context.Context, name string) (*engine.Base, error) {
+	return engine.OpenBuiltin(name)
 }

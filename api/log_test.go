@@ -186,8 +186,12 @@ func TestLogRejectsBadBodies(t *testing.T) {
 			[]string{`["body","trajectory_groups",0,"trajectories",0,"reward"] finite_number`}},
 		{`{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[],"reward":1,"metrics":{"a\u0000b":1}}]}]}`,
 			[]string{`["body","trajectory_groups",0,"trajectories",0,"metrics","a\u0000b"] value_error`}},
-		// Finite rewards whose mean and spread overflow.
-		{`{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[],"reward":1e308},{"messages_and_choices":[],"reward":1e308}]}]}`,
+		// Rewards past the documented range (whose mean and spread would overflow).
+		{`{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[],"reward":1e308},{"messages_and_choices":[],"reward":-1e7}]}]}`,
+			[]string{`["body","trajectory_groups",0,"trajectories",0,"reward"] less_than_equal`,
+				`["body","trajectory_groups",0,"trajectories",1,"reward"] greater_than_equal`}},
+		// Metrics whose mean overflows.
+		{`{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[],"reward":1,"metrics":{"m":1e308}},{"messages_and_choices":[],"reward":1,"metrics":{"m":1e308}}]}]}`,
 			[]string{`["body","trajectory_groups"] value_error`}},
 	} {
 		res := e.call("POST", path, c.body)

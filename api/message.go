@@ -153,7 +153,12 @@ func checkToolCall(n validate.Node) {
 	}
 	if fn, ok := call.Field("function").Dict(); ok {
 		fn.Field("name").Strict().String()
-		fn.Field("arguments").Strict().String()
+		args := fn.Field("arguments").Strict()
+		if s, ok := args.String(); ok && !isJSONObject(s) {
+			// As in chat requests: the template renders arguments as an
+			// object, so anything else could not be trained on.
+			args.Invalid("arguments must be a JSON object encoded as a string")
+		}
 	}
 }
 

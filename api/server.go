@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/serving"
 )
 
@@ -82,6 +83,15 @@ type Deps struct {
 	// Files keeps uploaded training data; POST /v1/preview/files exists
 	// only when it is set.
 	Files FileStore
+	// Bases opens base models, so an RL job's trajectories are checked
+	// as training will check them before the job is accepted; without it
+	// only their shape is.
+	Bases BaseModels
+}
+
+// BaseModels opens base models by name; worker.Bases implements it.
+type BaseModels interface {
+	Base(ctx context.Context, name string) (*engine.Base, error)
 }
 
 // Server is the HTTP API. Create it with New and serve Handler.

@@ -74,7 +74,7 @@ func parseTrajectory(n validate.Node) (trainyard.Trajectory, json.RawMessage, bo
 			})
 		}
 	}
-	t.Reward, _ = o.Field("reward").Float()
+	t.Reward, _ = o.Field("reward").Float(validate.Ge(-trainyard.MaxAbsReward), validate.Le(trainyard.MaxAbsReward))
 	t.InitialPolicyVersion = optionalInt(o.Field("initial_policy_version"))
 	t.FinalPolicyVersion = optionalInt(o.Field("final_policy_version"))
 	t.Metrics = scalarDict(o.Field("metrics"), false, validate.KindFloat, validate.KindInt, validate.KindBool)

@@ -3,7 +3,9 @@ package workflows
 import (
 	"encoding/json"
 
+	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/engine"
 )
 
 // The API validates job requests with the same rules the activities train
@@ -24,6 +26,12 @@ const InputFile = activities.InputFile
 func CheckRLConfig(experimental json.RawMessage) []FieldError {
 	_, errs := activities.ParseRLConfig(experimental)
 	return errs
+}
+
+// CheckRLJob runs every check that preparing an RL job on base will run on
+// its input; the error is written for the user.
+func CheckRLJob(base *engine.Base, groups []trainyard.TrajectoryGroup, experimental json.RawMessage) error {
+	return activities.CheckRLJob(base, groups, experimental)
 }
 
 // CheckSFTConfig validates an SFT job's config and experimental_config.
@@ -52,3 +60,7 @@ func ArtifactFileName(project, name string) string { return activities.ArtifactF
 func ArtifactURL(entity, project, name string) string {
 	return activities.ArtifactURL(entity, project, name)
 }
+
+// TokenID parses a sampled token named "token_id:<id>", as trainyard's chat
+// completions write them and training reads them.
+func TokenID(token string) (int, bool) { return activities.TokenID(token) }

@@ -76,6 +76,7 @@ func (a *app) apiHandler() http.Handler {
 		Logger:    a.log.Named("api"),
 		Chat:      chat,
 		Workflows: a.jobs,
+		Bases:     a.bases,
 	})
 	return srv.Handler()
 }
