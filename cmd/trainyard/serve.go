@@ -36,6 +36,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if err := config.RecordDatabaseURL(cfg.DataDir, cfg.DatabaseURL); err != nil {
+		return err
+	}
 	hs, err := listenHTTP(cfg.HTTPAddr)
 	if err != nil {
 		return err

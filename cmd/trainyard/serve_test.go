@@ -164,6 +164,7 @@ func TestServe(t *testing.T) {
 	if code != 200 || model["entity"] != "local" {
 		t.Fatalf("create model = %d %v", code, model)
 	}
+	readmeKeysCommand(t, s)
 	resp, err := http.Get(s.ui + "/")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("Temporal UI: %v %v", resp, err)
@@ -210,5 +211,32 @@ func checkTemporalProbes(t *testing.T, addr string) {
 	}
 	if err := pollersPresent(c, "nobody-polls-this", enumspb.TASK_QUEUE_TYPE_WORKFLOW)(ctx); !errors.Is(err, errNoPollers) {
 		t.Errorf("pollers on an unserved queue: err = %v, want errNoPollers", err)
+	}
+}
+
+// readmeKeysCommand runs the README's `bin/trainyard keys create` command,
+// word for word, in the state `make run` leaves: no DATABASE_URL, the
+// checkout's data dir (here the test's, which the README's default .data
+// stands for). The key it prints must work against the running server.
+func readmeKeysCommand(t *testing.T, s served) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`bin/trainyard (keys create [^`]+)`").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README shows no `bin/trainyard keys create ...` command")
+	}
+	defer t.Setenv("DATABASE_URL", os.Getenv("DATABASE_URL"))
+	t.Setenv("DATABASE_URL", "")
+	var out bytes.Buffer
+	if err := run(context.Background(), strings.Fields(string(m[1])), &out, io.Discard); err != nil {
+		t.Fatalf("README command %q: %v", m[0], err)
+	}
+	key := strings.TrimSpace(out.String())
+	code, model := call(t, "POST", s.api+"/v1/preview/models", key, `{"project":"p","name":"from-readme","base_model":"trainyard/tiny-chat"}`)
+	if code != 200 || model["entity"] != "my-team" {
+		t.Fatalf("the README's key: create model = %d %v", code, model)
 	}
 }

@@ -35,6 +35,12 @@ func loadConfig(name string, args []string, mode config.Mode, extra func(*flag.F
 	if fs.NArg() > 0 {
 		return cfg, usageError{fmt.Sprintf("trainyard %s: unexpected arguments %q", name, fs.Args())}
 	}
+	if mode == config.ModeDatabase {
+		// Run in a checkout after `make run`, the tools use its database.
+		if err := cfg.UseRecordedDatabaseURL(); err != nil {
+			return cfg, fmt.Errorf("configuration: %w", err)
+		}
+	}
 	if err := cfg.Validate(mode); err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}

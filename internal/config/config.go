@@ -283,7 +283,8 @@ func (c *Config) Validate(mode Mode) error {
 		}
 	case ModeDatabase:
 		if c.DatabaseURL == "" {
-			add("%s is required", EnvDatabaseURL)
+			add("%s is required (or run `make run` once in this checkout: serve records its database in %s)",
+				EnvDatabaseURL, filepath.Join(c.DataDir, databaseURLFile))
 		}
 	}
 	return errors.Join(errs...)
