@@ -44,9 +44,13 @@ type Job struct {
 	IdempotencyKey *string
 	// Config is the job's request configuration as received
 	// (experimental_config, SFT config, training_data_url).
-	Config        json.RawMessage
-	WorkflowID    string
-	RunID         string
+	Config     json.RawMessage
+	WorkflowID string
+	RunID      string
+	// RequestHash is the digest of the job's request in canonical form
+	// ("" for jobs created before it was kept): a repeated Idempotency-Key
+	// must come with the same request.
+	RequestHash   string
 	CurrentStep   int  // gradient steps done so far
 	TotalSteps    int  // 0 until known
 	Checkpoint    *int // the model step this job produced, once recorded

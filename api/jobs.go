@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -173,17 +175,23 @@ func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind
 		s.writeError(c, err)
 		return
 	}
+	hash, err := requestHash(kind, input)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
 	job, created, err := s.deps.Jobs.CreateJob(ctx, &trainyard.Job{
 		ID: jobID, AccountID: acct.ID, ModelID: modelID, Kind: kind, IdempotencyKey: r.key,
-		Config: cfgJSON, WorkflowID: workflows.WorkflowID(jobID),
+		Config: cfgJSON, WorkflowID: workflows.WorkflowID(jobID), RequestHash: hash,
 	})
 	if err != nil {
 		s.writeModelError(c, modelID, err)
 		return
 	}
 	log := s.requestLog(c).With(zap.String("job_id", job.ID), zap.String("model_id", modelID), zap.String("kind", string(kind)))
-	if !created && (job.ModelID != modelID || job.Kind != kind) {
-		s.writeDetail(c, http.StatusConflict, "The Idempotency-Key was already used for a different request.")
+	if !created && (job.ModelID != modelID || job.Kind != kind || (job.RequestHash != "" && job.RequestHash != hash)) {
+		s.writeDetail(c, http.StatusConflict, "The Idempotency-Key was already used for a different request (job "+
+			job.ID+"); send the same body to get that job again, or use a new key.")
 		return
 	}
 	if !job.Status.Terminal() {
@@ -290,4 +298,20 @@ func checkTokenIDs(errs *validate.Errors, items []trainyard.MessageOrChoice, voc
 			}
 		}
 	}
+}
+
+// requestHash is the digest of a job request in canonical form: the same
+// values in any key order, spacing or number spelling hash alike, so a
+// retried POST matches its first attempt and a changed one does not.
+func requestHash(kind trainyard.JobKind, input []byte) (string, error) {
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return "", fmt.Errorf("canonicalise the job request: %w", err)
+	}
+	canonical, err := json.Marshal(v) // object keys sorted, numbers in one spelling
+	if err != nil {
+		return "", fmt.Errorf("canonicalise the job request: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(string(kind)+"\n"), canonical...))
+	return hex.EncodeToString(sum[:]), nil
 }

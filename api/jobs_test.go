@@ -351,3 +351,46 @@ type builtinBases struct{}
 func (builtinBases) Base(_ context.Context, name string) (*engine.Base, error) {
 	return engine.OpenBuiltin(name)
 }
+
+// TestIdempotencyKeyComparesBodies: a key returns its job only for the same
+// request, compared canonically (key order, spacing, number spelling); any
+// other body with it is a 409 that names the job, even after that job
+// failed (issue 14: a corrected training_data_url got the failed job back).
+func TestIdempotencyKeyComparesBodies(t *testing.T) {
+	t.Parallel()
+	e, _ := newJobsEnv(t)
+	model := e.createModel("idem")
+	e.upload("p", "a", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"hello\"}]}\n")
+	e.upload("p", "b", "{\"messages\": [{\"role\": \"user\", \"content\": \"yo\"}, {\"role\": \"assistant\", \"content\": \"hey\"}]}\n")
+	key := header("Idempotency-Key", "sft-1")
+	first := e.call("POST", "/v1/preview/sft-training-jobs", fmt.Sprintf(
+		`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/p/a", "config": {"learning_rate": 0.001, "batch_size": 2}}`, model), key)
+	mustStatus(t, first, http.StatusOK)
+	same := e.call("POST", "/v1/preview/sft-training-jobs", fmt.Sprintf(
+		`{"config":{"batch_size":2,"learning_rate":1e-3},"training_data_url":"wandb-artifact:///team-a/p/a","model_id":%q}`, model), key)
+	mustStatus(t, same, http.StatusOK)
+	if first.JSON(t)["id"] != same.JSON(t)["id"] {
+		t.Fatalf("the same request, spelled differently, made another job: %s %s", first.Body, same.Body)
+	}
+	id := first.JSON(t)["id"].(string)
+	failed := trainyard.JobFailed
+	if err := e.db.UpdateJob(context.Background(), id, trainyard.JobUpdate{Status: &failed}); err != nil {
+		t.Fatal(err)
+	}
+	other := e.call("POST", "/v1/preview/sft-training-jobs", fmt.Sprintf(
+		`{"model_id": %q, "training_data_url": "wandb-artifact:///team-a/p/b", "config": {"learning_rate": 0.001, "batch_size": 2}}`, model), key)
+	mustStatus(t, other, http.StatusConflict)
+	if detail := other.JSON(t)["detail"].(string); !strings.Contains(detail, id) || !strings.Contains(detail, "different request") {
+		t.Fatalf("409 detail %q", detail)
+	}
+	// RL bodies too: a changed reward is another request.
+	rl := rlBody(model, `{"learning_rate": 1e-4}`)
+	k2 := header("Idempotency-Key", "rl-1")
+	mustStatus(t, e.call("POST", "/v1/preview/training-jobs", rl, k2), http.StatusOK)
+	mustStatus(t, e.call("POST", "/v1/preview/training-jobs", rl, k2), http.StatusOK)
+	changed := strings.Replace(rl, `"reward": 0.5`, `"reward": 0.25`, 1)
+	if changed == rl {
+		t.Fatal("the RL body has no reward 0.5 to change")
+	}
+	mustStatus(t, e.call("POST", "/v1/preview/training-jobs", changed, k2), http.StatusConflict)
+}

@@ -5,12 +5,13 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/trainyard/trainyard"
 )
 
 const jobColumns = `id, account_id, model_id, kind, status, idempotency_key, config, workflow_id, run_id,
-	current_step, total_steps, checkpoint, latest_metrics, error, created_at, started_at, finished_at`
+	current_step, total_steps, checkpoint, latest_metrics, error, created_at, started_at, finished_at, request_hash`
 
 // terminalStatuses is the SQL list of final job statuses.
 const terminalStatuses = `('COMPLETED', 'FAILED', 'CANCELLED')`
@@ -20,9 +21,11 @@ const terminalEventTypes = `('training_ended', 'training_failed')`
 
 func scanJob(row pgx.Row) (*trainyard.Job, error) {
 	j := &trainyard.Job{}
+	var hash pgtype.Text
 	err := row.Scan(&j.ID, &j.AccountID, &j.ModelID, &j.Kind, &j.Status, &j.IdempotencyKey, &j.Config,
 		&j.WorkflowID, &j.RunID, &j.CurrentStep, &j.TotalSteps, &j.Checkpoint, &j.LatestMetrics, &j.Error,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt)
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash)
+	j.RequestHash = hash.String
 	return j, err
 }
 
@@ -67,13 +70,13 @@ func (db *DB) CreateJob(ctx context.Context, j *trainyard.Job) (*trainyard.Job, 
 	// both are told apart below.
 	stored, err := scanJob(db.pool.QueryRow(ctx, `
 		INSERT INTO jobs (id, account_id, model_id, kind, status, idempotency_key, config, workflow_id, run_id,
-			current_step, total_steps, checkpoint, latest_metrics, error, started_at, finished_at)
-		SELECT $1, m.account_id, m.id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+			current_step, total_steps, checkpoint, latest_metrics, error, started_at, finished_at, request_hash)
+		SELECT $1, m.account_id, m.id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, NULLIF($17, '')
 		FROM models m WHERE m.id = $3 AND m.account_id = $2
 		ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING `+jobColumns,
 		id, acct, mid, j.Kind, status, j.IdempotencyKey, config, j.WorkflowID, j.RunID,
-		j.CurrentStep, j.TotalSteps, j.Checkpoint, metrics, j.Error, j.StartedAt, j.FinishedAt))
+		j.CurrentStep, j.TotalSteps, j.Checkpoint, metrics, j.Error, j.StartedAt, j.FinishedAt, j.RequestHash))
 	if err == nil {
 		return stored, true, nil
 	}
