@@ -41,6 +41,22 @@ type WorkflowState struct {
 	Status string
 	// RunID is the id of the latest run.
 	RunID string
+	// Retrying describes an activity of the running workflow that failed
+	// and waits for its next attempt; nil when none does.
+	Retrying *RetryingActivity
+}
+
+// RetryingActivity is an activity that failed and will be tried again.
+type RetryingActivity struct {
+	// Activity is its type, e.g. "Fetch" or "Prepare".
+	Activity string
+	// Attempt is the number of the attempt under way or next.
+	Attempt int
+	// LastError is the message of its last failure, written for users
+	// (activities never put hosts, DSNs or SQL text in messages).
+	LastError string
+	// NextAttemptAt is when it runs again, when known.
+	NextAttemptAt *time.Time
 }
 
 // Workflows lets the job gate look at, and start, the workflows of other

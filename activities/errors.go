@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"syscall"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -57,7 +59,34 @@ func classify(err error, what string) error {
 	case trainyard.ENOTFOUND:
 		return temporal.NewNonRetryableApplicationError(what+": "+trainyard.ErrorMessage(err), ErrGone, err)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	// Retried. The message is what a job's last_error and, should the
+	// retries run out, its error show the user; the cause, with whatever
+	// hosts or SQL a driver put in it, stays with the failure in Temporal
+	// for operators.
+	return temporal.NewApplicationErrorWithCause(what+": "+publicReason(err), ErrInfrastructure, err)
+}
+
+// ErrInfrastructure types the retryable errors of the platform's own
+// dependencies (database, object store, Temporal).
+const ErrInfrastructure = "Infrastructure"
+
+// publicReason says what went wrong without the details that are not the
+// user's business: trainyard errors carry client-safe messages; network
+// failures are named by kind.
+func publicReason(err error) string {
+	var te *trainyard.Error
+	var ne net.Error
+	switch {
+	case errors.As(err, &te):
+		return te.Message
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "a service refused the connection; retrying"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "a service did not answer in time; retrying"
+	case errors.As(err, &ne):
+		return "a network error; retrying"
+	}
+	return "a temporary failure; retrying"
 }
 
 // isCode reports whether err carries the trainyard error code.

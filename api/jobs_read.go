@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -10,16 +11,18 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // jobResponse is a training job as GET returns it. The document promises
-// only id; the rest is what users of long jobs need.
+// only id; the rest is what users of long jobs need, including the request's
+// settings, so a job can be resubmitted from what GET shows.
 type jobResponse struct {
 	ID             string             `json:"id"`
 	ModelID        string             `json:"model_id"`
 	Type           string             `json:"type"`
 	Status         string             `json:"status"`
-	Phase          string             `json:"phase,omitempty"`
+	Phase          string             `json:"phase"`
 	CreatedAt      time.Time          `json:"created_at"`
 	StartedAt      *time.Time         `json:"started_at"`
 	FinishedAt     *time.Time         `json:"finished_at"`
@@ -27,23 +30,77 @@ type jobResponse struct {
 	TotalSteps     int                `json:"total_steps"`
 	Metrics        map[string]float64 `json:"metrics"`
 	Error          *string            `json:"error"`
+	LastError      *lastErrorResponse `json:"last_error"`
 	CheckpointStep *int               `json:"checkpoint_step"`
 	WorkflowID     string             `json:"workflow_id"`
 	RunID          *string            `json:"run_id"`
+	// The request's settings: the SFT data URL and config, and the
+	// experimental_config of either kind, as submitted.
+	TrainingDataURL    *string         `json:"training_data_url"`
+	Config             json.RawMessage `json:"config"`
+	ExperimentalConfig json.RawMessage `json:"experimental_config"`
 }
 
-func newJobResponse(j *trainyard.Job, phase string) jobResponse {
+// lastErrorResponse is why a job that is not finished is not progressing:
+// a step that failed and will be tried again.
+type lastErrorResponse struct {
+	Message       string     `json:"message"`
+	Activity      string     `json:"activity"`
+	Attempt       int        `json:"attempt"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+}
+
+// Phases a job response can show besides the workflow's own (see
+// workflows.Phase*): one is always given.
+const (
+	phaseWaiting  = "waiting"
+	phaseTraining = "training"
+	phaseDone     = "done"
+)
+
+// live is what a job's workflow adds to the stored job.
+type live struct {
+	phase    string
+	retrying *workflows.RetryingActivity
+}
+
+func newJobResponse(j *trainyard.Job, l live) jobResponse {
 	r := jobResponse{
-		ID: j.ID, ModelID: j.ModelID, Type: string(j.Kind), Status: string(j.Status), Phase: phase,
+		ID: j.ID, ModelID: j.ModelID, Type: string(j.Kind), Status: string(j.Status), Phase: l.phase,
 		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		CurrentStep: j.CurrentStep, TotalSteps: j.TotalSteps, Metrics: j.LatestMetrics,
 		Error: j.Error, CheckpointStep: j.Checkpoint, WorkflowID: j.WorkflowID,
+		Config: json.RawMessage("null"), ExperimentalConfig: json.RawMessage("null"),
 	}
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
 	}
 	if j.RunID != "" {
 		r.RunID = &j.RunID
+	}
+	switch {
+	case r.Phase != "":
+	case j.Status.Terminal():
+		r.Phase = phaseDone
+	case j.Status == trainyard.JobRunning:
+		r.Phase = phaseTraining
+	default:
+		r.Phase = phaseWaiting
+	}
+	if ra := l.retrying; ra != nil && !j.Status.Terminal() {
+		r.LastError = &lastErrorResponse{Message: ra.LastError, Activity: ra.Activity, Attempt: ra.Attempt, NextAttemptAt: ra.NextAttemptAt}
+	}
+	var cfg workflows.JobConfig
+	if json.Unmarshal(j.Config, &cfg) == nil {
+		if cfg.TrainingDataURL != "" {
+			r.TrainingDataURL = &cfg.TrainingDataURL
+		}
+		if len(cfg.Config) > 0 {
+			r.Config = cfg.Config
+		}
+		if len(cfg.ExperimentalConfig) > 0 {
+			r.ExperimentalConfig = cfg.ExperimentalConfig
+		}
 	}
 	return r
 }
@@ -61,18 +118,19 @@ func (s *Server) getTrainingJob(c *gin.Context) {
 	if !ok {
 		return
 	}
-	job, phase := s.liveJob(c, job)
-	s.writeJSON(c, http.StatusOK, newJobResponse(job, phase))
+	job, l := s.liveJob(c, job)
+	s.writeJSON(c, http.StatusOK, newJobResponse(job, l))
 }
 
 // liveJob completes the stored job with what its workflow knows: the
-// current run id and, while it runs, its progress (which can be ahead of
-// the last stored step). A job whose workflow ended without closing it is
-// closed here. When Temporal or the workers do not answer in time, the
-// stored job is the answer.
-func (s *Server) liveJob(c *gin.Context, job *trainyard.Job) (*trainyard.Job, string) {
+// current run id and, while it runs, its phase, its progress (which can be
+// ahead of the last stored step) and a step that is failing and being
+// retried. A job whose workflow ended without closing it is closed here.
+// When Temporal or the workers do not answer in time, the stored job is the
+// answer.
+func (s *Server) liveJob(c *gin.Context, job *trainyard.Job) (*trainyard.Job, live) {
 	if job.Status.Terminal() {
-		return job, ""
+		return job, live{}
 	}
 	log := s.requestLog(c).With(zap.String("job_id", job.ID))
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.Jobs.TemporalTimeout)
@@ -80,7 +138,7 @@ func (s *Server) liveJob(c *gin.Context, job *trainyard.Job) (*trainyard.Job, st
 	st, err := s.deps.Workflows.DescribeJob(ctx, job.ID)
 	if err != nil {
 		log.Info("answering from PostgreSQL: the job's workflow cannot be described", zap.Error(err))
-		return job, ""
+		return job, live{}
 	}
 	if st.RunID != "" {
 		job.RunID = st.RunID
@@ -89,17 +147,18 @@ func (s *Server) liveJob(c *gin.Context, job *trainyard.Job) (*trainyard.Job, st
 		closed, err := s.deps.Workflows.ReconcileJob(ctx, job)
 		if err != nil {
 			log.Warn("could not close a job whose workflow ended", zap.Error(err))
-			return job, ""
+			return job, live{}
 		}
-		return closed, ""
+		return closed, live{}
 	}
 	if !st.Running {
-		return job, ""
+		return job, live{}
 	}
+	l := live{retrying: st.Retrying}
 	p, err := s.deps.Workflows.JobProgress(ctx, job.ID)
 	if err != nil {
 		log.Info("answering from PostgreSQL: no worker answered the progress query", zap.Error(err))
-		return job, ""
+		return job, l
 	}
 	if p.CurrentStep > job.CurrentStep {
 		job.CurrentStep, job.LatestMetrics = p.CurrentStep, p.Metrics
@@ -110,7 +169,8 @@ func (s *Server) liveJob(c *gin.Context, job *trainyard.Job) (*trainyard.Job, st
 	if job.Status == trainyard.JobQueued && p.Status == trainyard.JobRunning {
 		job.Status = p.Status
 	}
-	return job, p.Phase
+	l.phase = p.Phase
+	return job, l
 }
 
 // listTrainingJobs is GET /v1/preview/training-jobs?model_id&after&limit&order:
@@ -142,7 +202,7 @@ func (s *Server) listTrainingJobs(c *gin.Context) {
 	}
 	items := make([]jobResponse, len(page.Items))
 	for i, j := range page.Items {
-		items[i] = newJobResponse(j, "")
+		items[i] = newJobResponse(j, live{})
 	}
 	s.writeJSON(c, http.StatusOK, newListResponse(items, page.HasMore, func(j jobResponse) string { return j.ID }))
 }
@@ -195,7 +255,7 @@ func (s *Server) cancelTrainingJob(c *gin.Context) {
 		}
 		job = updated
 	}
-	s.writeJSON(c, http.StatusOK, newJobResponse(job, ""))
+	s.writeJSON(c, http.StatusOK, newJobResponse(job, live{}))
 }
 
 // pathJob loads the account's job named by the training_job_id path

@@ -125,13 +125,29 @@ func (c *Client) DescribeJob(ctx context.Context, jobID string) (WorkflowState, 
 	}
 	info := d.GetWorkflowExecutionInfo()
 	status := info.GetStatus()
-	return WorkflowState{
+	st := WorkflowState{
 		Exists:  true,
 		Running: status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
 		Status:  status.String(), // as the Temporal UI shows it: "Terminated", "TimedOut", ...
 		RunID:   info.GetExecution().GetRunId(),
-	}, nil
+	}
+	for _, pa := range d.GetPendingActivities() {
+		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
+			r := &activities.RetryingActivity{Activity: pa.GetActivityType().GetName(), Attempt: int(pa.GetAttempt()),
+				LastError: f.GetMessage()}
+			if t := pa.GetScheduledTime(); t != nil && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+				at := t.AsTime()
+				r.NextAttemptAt = &at
+			}
+			st.Retrying = r
+			break
+		}
+	}
+	return st, nil
 }
+
+// RetryingActivity is an activity that failed and will be tried again.
+type RetryingActivity = activities.RetryingActivity
 
 // ReconcileJob closes a job that is not terminal although its workflow
 // has closed (terminated or timed out from the Temporal UI or CLI, say),
