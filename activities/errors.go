@@ -28,6 +28,15 @@ const (
 	ErrGone = "Gone"
 )
 
+// gone is the final error of an activity whose job was closed or deleted
+// under it (a cancel, a terminate from the Temporal UI, a deleted model).
+// That is normal operation, not a fault: it is marked benign, so the SDK
+// logs it at debug rather than as an activity error.
+func gone(cause error, format string, args ...any) error {
+	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf(format, args...), ErrGone, temporal.ApplicationErrorOptions{
+		NonRetryable: true, Cause: cause, Category: temporal.ApplicationErrorCategoryBenign})
+}
+
 // invalidf is a non-retryable bad-input error with a user-facing message.
 func invalidf(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalidInput, nil)
@@ -57,7 +66,7 @@ func classify(err error, what string) error {
 	case trainyard.EINVALID:
 		return temporal.NewNonRetryableApplicationError(what+": "+trainyard.ErrorMessage(err), ErrInvalidInput, err)
 	case trainyard.ENOTFOUND:
-		return temporal.NewNonRetryableApplicationError(what+": "+trainyard.ErrorMessage(err), ErrGone, err)
+		return gone(err, "%s: %s", what, trainyard.ErrorMessage(err))
 	}
 	// Retried. The message is what a job's last_error and, should the
 	// retries run out, its error show the user; the cause, with whatever

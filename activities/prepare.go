@@ -3,12 +3,10 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
@@ -112,8 +110,7 @@ func (a *Activities) activeJob(ctx context.Context, jobID string) (*trainyard.Jo
 		return nil, classify(err, "load job")
 	}
 	if job.Status.Terminal() {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("job %s is already %s", job.ID, job.Status), ErrGone, nil)
+		return nil, gone(nil, "job %s is already %s", job.ID, job.Status)
 	}
 	return job, nil
 }

@@ -189,8 +189,7 @@ func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done i
 	if isCode(err, trainyard.ECONFLICT) {
 		// The job was closed under this activity: its workflow was
 		// cancelled or terminated and the heartbeat has not told us yet.
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("job %s was closed while it trained", jobID), ErrGone, err)
+		return gone(err, "job %s was closed while it trained", jobID)
 	}
 	if err != nil {
 		return classify(err, "record gradient_step")

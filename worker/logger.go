@@ -1,7 +1,11 @@
 package worker
 
 import (
+	"context"
+	"errors"
+
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 )
 
@@ -30,11 +34,38 @@ func (l *Logger) Debug(msg string, keyvals ...any) { l.s.Debugw(msg, keyvals...)
 // Info logs at info level.
 func (l *Logger) Info(msg string, keyvals ...any) { l.s.Infow(msg, keyvals...) }
 
-// Warn logs at warn level.
-func (l *Logger) Warn(msg string, keyvals ...any) { l.s.Warnw(msg, keyvals...) }
+// Warn logs at warn level, or at debug when it only reports a
+// cancellation (see expected).
+func (l *Logger) Warn(msg string, keyvals ...any) {
+	if expected(keyvals) {
+		l.s.Debugw(msg, keyvals...)
+		return
+	}
+	l.s.Warnw(msg, keyvals...)
+}
 
-// Error logs at error level.
-func (l *Logger) Error(msg string, keyvals ...any) { l.s.Errorw(msg, keyvals...) }
+// Error logs at error level, or at info when it only reports a
+// cancellation (see expected).
+func (l *Logger) Error(msg string, keyvals ...any) {
+	if expected(keyvals) {
+		l.s.Infow(msg, keyvals...)
+		return
+	}
+	l.s.Errorw(msg, keyvals...)
+}
+
+// expected reports whether a log entry's error is the cancellation of an
+// activity or workflow: the SDK logs an activity that stops because its job
+// was cancelled as "Activity error." and a heartbeat that learns of it as a
+// warning, but a cancel is normal operation, not something to page about.
+func expected(keyvals []any) bool {
+	for i := 1; i < len(keyvals); i += 2 {
+		if err, ok := keyvals[i].(error); ok {
+			return errors.Is(err, context.Canceled) || temporal.IsCanceledError(err)
+		}
+	}
+	return false
+}
 
 // With returns a logger that adds keyvals to every entry.
 func (l *Logger) With(keyvals ...any) log.Logger { return &Logger{s: l.s.With(keyvals...)} }

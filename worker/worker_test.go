@@ -2,9 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -55,5 +58,21 @@ func TestBasesLoadEachModelOnce(t *testing.T) {
 		if g != got[0] || g == nil {
 			t.Fatal("concurrent first calls loaded the model more than once")
 		}
+	}
+}
+
+func TestLoggerDowngradesCancellations(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	l := NewLogger(zap.New(core))
+	l.Error("Activity error.", "ActivityType", "Train", "Error", fmt.Errorf("stop: %w", context.Canceled))
+	l.Warn("RecordActivityHeartbeat with error", "Error", temporal.NewCanceledError())
+	l.Error("Activity error.", "Error", errors.New("boom"))
+	got := []zapcore.Level{}
+	for _, e := range logs.All() {
+		got = append(got, e.Level)
+	}
+	want := []zapcore.Level{zapcore.InfoLevel, zapcore.DebugLevel, zapcore.ErrorLevel}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("levels %v, want %v", got, want)
 	}
 }

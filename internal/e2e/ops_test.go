@@ -70,9 +70,10 @@ func TestCancelRunningJob(t *testing.T) {
 		t.Fatalf("workflow state = %+v", st)
 	}
 	// Cancelling again is harmless.
-	if again := s.mustCall("POST", "/v1/preview/training-jobs/"+id+"/cancel", nil); again["status"] != "CANCELLED" {
+	if again := s.mustCall("POST", "/v1/preview/training-jobs/"+id+"/cancel", nil); again["status"] != "CANCELLED" || again["phase"] != "done" {
 		t.Fatalf("second cancel = %v", again)
 	}
+	s.noAlarms()
 	recordHistory(t, s, id, "sft_cancelled")
 }
 
@@ -101,6 +102,8 @@ func TestTerminatedFromTemporal(t *testing.T) {
 	}
 	evs := s.events(id)
 	checkEvents(t, evs, len(evs)-2, "training_failed")
+	time.Sleep(time.Second) // the terminated run's activity learns of it at its next heartbeat
+	s.noAlarms()
 }
 
 func TestIdempotentSubmit(t *testing.T) {

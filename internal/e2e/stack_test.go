@@ -8,12 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
@@ -55,13 +58,18 @@ type stack struct {
 	acct  *trainyard.Account
 	key   string
 	log   *zap.Logger
+	// logs holds every entry of log at info level and above.
+	logs *observer.ObservedLogs
 }
 
 func newStack(t testing.TB, opts stackOptions) *stack {
 	t.Helper()
 	ctx := context.Background()
 	st := temporalServer(t)
-	s := &stack{t: t, opts: opts, queue: taskQueue(), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
+	obs, logs := observer.New(zap.InfoLevel)
+	s := &stack{t: t, opts: opts, queue: taskQueue(), logs: logs,
+		log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).WithOptions(
+			zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, obs) }))}
 	s.dbURL = pgtest.URL(t)
 	var err error
 	if s.db, err = postgres.Open(ctx, s.dbURL); err != nil {
@@ -311,4 +319,16 @@ func (s *stack) checkpointFile(modelID string, step int, name string) []byte {
 		s.t.Fatal(err)
 	}
 	return b
+}
+
+// noAlarms fails the test when the stack logged an error, or warned of a
+// failed heartbeat: what normal operation (a cancel, a terminate) does must
+// not look like a fault to whoever watches the logs.
+func (s *stack) noAlarms() {
+	s.t.Helper()
+	for _, e := range s.logs.All() {
+		if e.Level >= zapcore.ErrorLevel || (e.Level == zapcore.WarnLevel && strings.Contains(e.Message, "Heartbeat")) {
+			s.t.Errorf("logged %s %q %v", e.Level, e.Message, e.ContextMap())
+		}
+	}
 }
