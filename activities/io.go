@@ -81,4 +81,10 @@ type heartbeat struct {
 	// Waiting names the job this one waits for (WaitTurn), for operators
 	// reading the pending activity in the Temporal UI.
 	Waiting string `json:",omitempty"`
+	// Step, TotalSteps and Loss tell operators how far a Train activity
+	// has got (Saved may lag behind Step: state is stored every few
+	// seconds).
+	Step       int      `json:",omitempty"`
+	TotalSteps int      `json:",omitempty"`
+	Loss       *float64 `json:",omitempty"`
 }

@@ -15,6 +15,9 @@ import (
 // learns of cancellation: the SDK cancels ctx when the workflow asks.
 type keepAlive struct {
 	saved atomic.Int64
+	// shown is what the heartbeats say besides Saved, for whoever reads
+	// the pending activity in the Temporal UI.
+	shown atomic.Pointer[heartbeat]
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -35,7 +38,7 @@ func startKeepAlive(ctx context.Context, interval time.Duration, saved int) *kee
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, heartbeat{Saved: int(k.saved.Load())})
+				activity.RecordHeartbeat(ctx, k.details())
 			}
 		}
 	}()
@@ -46,7 +49,23 @@ func startKeepAlive(ctx context.Context, interval time.Duration, saved int) *kee
 // heartbeats it at once.
 func (k *keepAlive) progress(ctx context.Context, saved int) {
 	k.saved.Store(int64(saved))
-	activity.RecordHeartbeat(ctx, heartbeat{Saved: saved})
+	activity.RecordHeartbeat(ctx, k.details())
+}
+
+// show sets what the next heartbeats tell about the work in progress: the
+// step reached, of how many, and the last loss.
+func (k *keepAlive) show(step, total int, loss float64) {
+	k.shown.Store(&heartbeat{Step: step, TotalSteps: total, Loss: &loss})
+}
+
+// details is the heartbeat to record now.
+func (k *keepAlive) details() heartbeat {
+	hb := heartbeat{}
+	if s := k.shown.Load(); s != nil {
+		hb = *s
+	}
+	hb.Saved = int(k.saved.Load())
+	return hb
 }
 
 // close stops the heartbeats.

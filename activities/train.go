@@ -81,6 +81,7 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 			return nil, err
 		}
 		done++
+		ka.show(done, total, metrics["loss"])
 		// A stopping worker hands the job over after this step: its
 		// state is stored below and the next activity runs elsewhere.
 		chunkOver := time.Since(started) >= a.cfg.ChunkDuration || closed(stopping)

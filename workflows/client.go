@@ -57,9 +57,9 @@ func (c *Client) StartJob(ctx context.Context, job *trainyard.Job) error {
 	var err error
 	switch job.Kind {
 	case trainyard.JobKindRL:
-		_, err = c.c.ExecuteWorkflow(ctx, opts, RLJob, RLJobInput{JobID: job.ID, Options: c.opts.Workflow})
+		_, err = c.c.ExecuteWorkflow(ctx, opts, RLJob, RLJobInput{JobID: job.ID, Options: c.opts.Workflow.withDefaults()})
 	case trainyard.JobKindSFT:
-		_, err = c.c.ExecuteWorkflow(ctx, opts, SFTJob, SFTJobInput{JobID: job.ID, Options: c.opts.Workflow})
+		_, err = c.c.ExecuteWorkflow(ctx, opts, SFTJob, SFTJobInput{JobID: job.ID, Options: c.opts.Workflow.withDefaults()})
 	default:
 		return trainyard.Errorf(trainyard.EINVALID, "unknown job kind %q", job.Kind)
 	}

@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // TestRetryingStepIsVisible: a job whose data server keeps failing (503, a
@@ -52,5 +58,66 @@ func TestRetryingStepIsVisible(t *testing.T) {
 	}
 	if done := s.waitJob(id, time.Minute); done["phase"] != "done" || done["last_error"] != nil {
 		t.Fatalf("finished job = %v", done)
+	}
+}
+
+// TestTemporalShowsProgress: what an operator sees of a running job in the
+// Temporal UI is true (see checkTemporalView).
+func TestTemporalShowsProgress(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{Activities: activities.Config{ChunkDuration: 10 * time.Second, HeartbeatInterval: 100 * time.Millisecond}})
+	s.startWorker()
+	model := s.createModel("visible")
+	id := s.longSFT(model, 20, 100)
+	s.waitEvents(id, 3, time.Minute)
+	s.checkTemporalView(id)
+	s.mustCall("POST", "/v1/preview/training-jobs/"+id+"/cancel", nil)
+	if job := s.waitJob(id, time.Minute); job["status"] != "CANCELLED" {
+		t.Fatalf("job = %v", job)
+	}
+}
+
+// checkTemporalView checks what an operator sees of a running job in the
+// Temporal UI: the workflow's input carries the effective options (not
+// zeros whose defaults apply somewhere inside), and the Train activity's
+// heartbeat tells its step, total steps and last loss.
+func (s *stack) checkTemporalView(jobID string) {
+	s.t.Helper()
+	ctx := context.Background()
+	it := s.tc.GetWorkflowHistory(ctx, workflows.WorkflowID(jobID), "", false, 0)
+	first, err := it.Next()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var in workflows.SFTJobInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(
+		first.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		s.t.Fatal(err)
+	}
+	if in.Options.HeartbeatTimeout == 0 || in.Options.TrainActivitiesPerRun == 0 {
+		s.t.Fatalf("the workflow input shows options %+v, not the effective ones", in.Options)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		d, err := s.tc.DescribeWorkflowExecution(ctx, workflows.WorkflowID(jobID), "")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, pa := range d.GetPendingActivities() {
+			var hb struct {
+				Saved, Step, TotalSteps int
+				Loss                    *float64
+			}
+			if pa.GetActivityType().GetName() != "Train" || pa.GetHeartbeatDetails() == nil ||
+				converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) != nil {
+				continue
+			}
+			if hb.Step >= 1 && hb.TotalSteps > 0 && hb.Loss != nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no Train heartbeat with step, total and loss in 10 s: %v (workflow %v, job %v)", d.GetPendingActivities(),
+				d.GetWorkflowExecutionInfo().GetStatus(), s.mustCall("GET", "/v1/preview/training-jobs/"+jobID, nil))
+		}
 	}
 }
