@@ -51,7 +51,8 @@ type Job struct {
 	// ("" for jobs created before it was kept): a repeated Idempotency-Key
 	// must come with the same request.
 	RequestHash   string
-	CurrentStep   int  // gradient steps done so far
+	CurrentStep   int  // gradient steps done so far; never decreases
+	SavedStep     int  // gradient steps whose training state is stored
 	TotalSteps    int  // 0 until known
 	Checkpoint    *int // the model step this job produced, once recorded
 	LatestMetrics map[string]float64
@@ -63,9 +64,13 @@ type Job struct {
 
 // JobUpdate changes some fields of a job; nil fields are left alone.
 type JobUpdate struct {
-	Status        *JobStatus
-	RunID         *string
+	Status *JobStatus
+	RunID  *string
+	// CurrentStep and SavedStep only ever grow: a smaller value (from a
+	// retried or reset run) leaves the stored one, and LatestMetrics goes
+	// with CurrentStep.
 	CurrentStep   *int
+	SavedStep     *int
 	TotalSteps    *int
 	Checkpoint    *int
 	LatestMetrics map[string]float64

@@ -65,6 +65,8 @@ type RetryingActivity struct {
 type Workflows interface {
 	DescribeJob(ctx context.Context, jobID string) (WorkflowState, error)
 	StartJob(ctx context.Context, job *trainyard.Job) error
+	// CancelRun asks one run of the job's workflow to cancel.
+	CancelRun(ctx context.Context, jobID, runID string) error
 }
 
 // BaseModels opens base models by name (the model's base_model).

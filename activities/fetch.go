@@ -44,9 +44,14 @@ type FetchResult struct {
 // temporary file rather than memory, and one account holds at most
 // Config.FetchPerAccount of a worker's downloads at once.
 func (a *Activities) Fetch(ctx context.Context, in FetchInput) (*FetchResult, error) {
-	job, err := a.activeJob(ctx, in.JobID)
-	if err != nil || job.Kind != trainyard.JobKindSFT {
-		return &FetchResult{}, err
+	job, err := a.d.Jobs.GetJob(ctx, in.JobID)
+	if err != nil {
+		return nil, classify(err, "load job")
+	}
+	if job.Kind != trainyard.JobKindSFT || job.Status.Terminal() {
+		// Nothing to fetch; a closed job's run (a reset after the end)
+		// learns its outcome from WaitTurn.
+		return &FetchResult{}, nil
 	}
 	if rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, DataFile); err == nil {
 		rc.Close()

@@ -28,7 +28,7 @@ func (a *Activities) WaitTurn(ctx context.Context, in WaitTurnInput) (*WaitTurnR
 		return nil, classify(err, "load job")
 	}
 	if job.Status.Terminal() {
-		return &WaitTurnResult{Finished: true}, nil
+		return a.finished(ctx, job)
 	}
 	log := a.d.Logger.With(zap.String("job_id", job.ID), zap.String("model_id", job.ModelID))
 	waitingFor := ""
@@ -38,7 +38,10 @@ func (a *Activities) WaitTurn(ctx context.Context, in WaitTurnInput) (*WaitTurnR
 		case isCode(err, trainyard.ENOTFOUND):
 			// Our own row turned terminal meanwhile (cancelled while
 			// waiting, via the API's reconcile).
-			return &WaitTurnResult{Finished: true}, nil
+			if job, err = a.d.Jobs.GetJob(ctx, in.JobID); err != nil {
+				return nil, classify(err, "load job")
+			}
+			return a.finished(ctx, job)
 		case err != nil:
 			return nil, classify(err, "look up the model's job queue")
 		case head.ID == job.ID:
@@ -58,6 +61,28 @@ func (a *Activities) WaitTurn(ctx context.Context, in WaitTurnInput) (*WaitTurnR
 		case <-time.After(a.cfg.PollInterval):
 		}
 	}
+}
+
+// finished answers WaitTurn for a job that is already closed: a workflow
+// run after the end (a reset from the Temporal UI) trains nothing and ends
+// as the job did; the job's run id follows the current run.
+func (a *Activities) finished(ctx context.Context, job *trainyard.Job) (*WaitTurnResult, error) {
+	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
+	if err := a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{RunID: &runID}); err != nil {
+		return nil, classify(err, "record the job's run")
+	}
+	res := &WaitTurnResult{Finished: true, Status: job.Status}
+	if job.Error != nil {
+		res.Error = *job.Error
+	}
+	if job.Status == trainyard.JobCancelled && a.d.Workflows != nil {
+		// Only a run asked to cancel can end as Canceled.
+		if err := a.d.Workflows.CancelRun(ctx, job.ID, runID); err != nil {
+			return nil, classify(err, "ask the run to cancel")
+		}
+		res.CancelRequested = true
+	}
+	return res, nil
 }
 
 // turn reads the step the job starts from.

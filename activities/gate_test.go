@@ -35,6 +35,9 @@ func (w *fakeWorkflows) StartJob(_ context.Context, job *trainyard.Job) error {
 	return nil
 }
 
+// CancelRun records nothing: the tests of the gate never close their own run.
+func (w *fakeWorkflows) CancelRun(context.Context, string, string) error { return nil }
+
 // waitTurnAsync runs WaitTurn in the background.
 func (f *fixture) waitTurnAsync(t *testing.T, jobID string) <-chan WaitTurnResult {
 	ch := make(chan WaitTurnResult, 1)

@@ -17,6 +17,13 @@ type WaitTurnResult struct {
 	// before its workflow ran, or the workflow was reset after the end):
 	// there is nothing left to do.
 	Finished bool
+	// Status and Error are the finished job's outcome, which its workflow
+	// ends with, so Temporal shows what the API shows.
+	Status trainyard.JobStatus `json:",omitempty"`
+	Error  string              `json:",omitempty"`
+	// CancelRequested is set for a cancelled job when the activity asked
+	// Temporal to cancel the run, which then ends as Canceled.
+	CancelRequested bool `json:",omitempty"`
 	// BaseStep is the model's latest checkpoint step when the job got its
 	// turn (0: the base model). The job writes checkpoint BaseStep+1.
 	BaseStep int

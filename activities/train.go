@@ -37,11 +37,25 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	if total != in.TotalSteps || in.Done < 0 || in.Done > total {
 		return nil, invalidf("internal error: the plan has %d steps, the workflow expects %d with %d done", total, in.TotalSteps, in.Done)
 	}
+	// Resume from the newest stored state: this activity's own last
+	// attempt (its heartbeat), or any earlier run of the job's workflow
+	// (the job row), so a reset from the Temporal UI continues the job
+	// instead of training it again from a step it had passed.
 	from := in.Done
 	if activity.HasHeartbeatDetails(ctx) {
 		var hb heartbeat
 		if err := activity.GetHeartbeatDetails(ctx, &hb); err == nil && hb.Saved > from && hb.Saved <= total {
 			from = hb.Saved
+		}
+	}
+	if job.SavedStep > from && job.SavedStep <= total {
+		from = job.SavedStep
+	}
+	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
+	if job.RunID != runID {
+		// A new run (a reset, a continue-as-new) now trains the job.
+		if err := a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{RunID: &runID}); err != nil {
+			return nil, classify(err, "record the job's run")
 		}
 	}
 	if from == total {
@@ -69,7 +83,6 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 
 	stopping := activity.GetWorkerStopChannel(ctx)
 	started, lastSave, lastProgress := time.Now(), time.Now(), time.Time{}
-	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
 	var metrics map[string]float64
 	done := from
 	for done < total {
@@ -95,6 +108,9 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		if done == total || chunkOver || time.Since(lastSave) >= a.cfg.SaveInterval {
 			if err := a.saveState(ctx, job, st, in.BaseStep, done, total); err != nil {
 				return nil, err
+			}
+			if err := a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{SavedStep: &done}); err != nil {
+				return nil, classify(err, "record the job's stored state")
 			}
 			ka.progress(ctx, done)
 			lastSave = time.Now()

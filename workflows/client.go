@@ -98,6 +98,13 @@ func (c *Client) CancelJob(ctx context.Context, jobID string) error {
 	return err
 }
 
+// CancelRun asks one run of the job's workflow to cancel (a run that ends
+// as its already cancelled job did needs the request: a workflow cannot
+// cancel itself).
+func (c *Client) CancelRun(ctx context.Context, jobID, runID string) error {
+	return temporalError(c.c.CancelWorkflow(ctx, WorkflowID(jobID), runID), "cancel run %s of job %s", runID, jobID)
+}
+
 // JobProgress asks the job's workflow for its progress. It needs a worker
 // to answer; bound ctx, or it waits until one does.
 func (c *Client) JobProgress(ctx context.Context, jobID string) (*Progress, error) {

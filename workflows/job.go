@@ -64,11 +64,32 @@ func (j *job) setup(ctx workflow.Context) error {
 // run executes the phases and closes the job when they fail.
 func (j *job) run(ctx workflow.Context) (*JobResult, error) {
 	res, err := j.phases(ctx)
-	if err == nil || workflow.IsContinueAsNewError(err) {
+	if isGone(err) && ctx.Err() == nil && workflow.GetVersion(ctx, closedOutcomeVersion, workflow.DefaultVersion, 1) == 1 {
+		// The job was closed under this run (a reset to a point before
+		// the job's end, a terminate and restart): WaitTurn reports how
+		// it ended, and the run ends the same way.
+		var turn activities.WaitTurnResult
+		werr := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, gateOptions(j.opts)),
+			a.WaitTurn, activities.WaitTurnInput{JobID: j.id}).Get(ctx, &turn)
+		if werr == nil && turn.Finished {
+			res, err = j.endAsClosed(ctx, turn)
+		}
+	}
+	var closed errAlreadyClosed
+	switch {
+	case err == nil || workflow.IsContinueAsNewError(err):
 		return res, err
+	case errors.As(err, &closed):
+		return nil, closed.err
 	}
 	j.fail(ctx, err)
 	return nil, err
+}
+
+// isGone reports whether an activity found the job closed or deleted.
+func isGone(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrGone
 }
 
 func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
@@ -84,9 +105,9 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 			return nil, err
 		}
 		if turn.Finished {
-			log.Info("job was already finished; nothing to do", "JobID", j.id)
+			log.Info("job was already finished; nothing to do", "JobID", j.id, "Status", turn.Status)
 			j.progress.Phase = PhaseDone
-			return &JobResult{JobID: j.id}, nil
+			return j.endAsClosed(ctx, turn)
 		}
 		j.baseStep = turn.BaseStep
 		j.progress.Phase = PhasePreparing
@@ -153,6 +174,39 @@ func (j *job) fetch(ctx workflow.Context) error {
 		a.Fetch, activities.FetchInput{JobID: j.id}).Get(ctx, nil)
 	j.progress.Phase = PhaseWaiting
 	return err
+}
+
+// closedOutcomeVersion marks workflows that end as their already closed
+// job did; before it, such a run always completed.
+const closedOutcomeVersion = "end-as-the-job-did"
+
+// errAlreadyClosed wraps the outcome of a job that was closed before this
+// run: it is the workflow's result, not a failure to record.
+type errAlreadyClosed struct{ err error }
+
+func (e errAlreadyClosed) Error() string { return e.err.Error() }
+func (e errAlreadyClosed) Unwrap() error { return e.err }
+
+// endAsClosed ends a run of an already closed job (a reset of a finished
+// workflow) the way the job ended, so the Temporal UI agrees with the API:
+// completed, failed with the job's error, or cancelled.
+func (j *job) endAsClosed(ctx workflow.Context, turn activities.WaitTurnResult) (*JobResult, error) {
+	j.progress.Status, j.progress.Error = turn.Status, turn.Error
+	if workflow.GetVersion(ctx, closedOutcomeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return &JobResult{JobID: j.id}, nil
+	}
+	switch turn.Status {
+	case trainyard.JobFailed:
+		return nil, errAlreadyClosed{temporal.NewNonRetryableApplicationError(turn.Error, "JobFailed", nil)}
+	case trainyard.JobCancelled:
+		// A workflow ends as Canceled only once cancellation was asked
+		// for; WaitTurn asked (a workflow cannot cancel itself).
+		if turn.CancelRequested {
+			_ = workflow.Await(ctx, func() bool { return ctx.Err() != nil })
+		}
+		return nil, errAlreadyClosed{temporal.NewCanceledError(turn.Error)}
+	}
+	return &JobResult{JobID: j.id}, nil
 }
 
 // computeQueue is the task queue of this workflow's CPU-bound activities.

@@ -11,7 +11,8 @@ import (
 )
 
 const jobColumns = `id, account_id, model_id, kind, status, idempotency_key, config, workflow_id, run_id,
-	current_step, total_steps, checkpoint, latest_metrics, error, created_at, started_at, finished_at, request_hash`
+	current_step, total_steps, checkpoint, latest_metrics, error, created_at, started_at, finished_at, request_hash,
+	saved_step`
 
 // terminalStatuses is the SQL list of final job statuses.
 const terminalStatuses = `('COMPLETED', 'FAILED', 'CANCELLED')`
@@ -24,7 +25,7 @@ func scanJob(row pgx.Row) (*trainyard.Job, error) {
 	var hash pgtype.Text
 	err := row.Scan(&j.ID, &j.AccountID, &j.ModelID, &j.Kind, &j.Status, &j.IdempotencyKey, &j.Config,
 		&j.WorkflowID, &j.RunID, &j.CurrentStep, &j.TotalSteps, &j.Checkpoint, &j.LatestMetrics, &j.Error,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash)
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash, &j.SavedStep)
 	j.RequestHash = hash.String
 	return j, err
 }
@@ -170,6 +171,11 @@ func (db *DB) UpdateJob(ctx context.Context, jobID string, u trainyard.JobUpdate
 	if u.Status != nil && !validStatus(*u.Status) {
 		return trainyard.Errorf(trainyard.EINVALID, "invalid job status %q", *u.Status)
 	}
+	for _, n := range []*int{u.CurrentStep, u.SavedStep, u.TotalSteps} {
+		if n != nil && *n < 0 {
+			return trainyard.Errorf(trainyard.EINVALID, "job step counts must not be negative, got %d", *n)
+		}
+	}
 	var metrics []byte
 	if u.LatestMetrics != nil {
 		if metrics, err = encodeMetrics(u.LatestMetrics); err != nil {
@@ -182,13 +188,15 @@ func (db *DB) UpdateJob(ctx context.Context, jobID string, u trainyard.JobUpdate
 			error          = CASE WHEN status IN `+terminalStatuses+` THEN error ELSE COALESCE($3, error) END,
 			finished_at    = CASE WHEN status IN `+terminalStatuses+` THEN finished_at ELSE COALESCE($4, finished_at) END,
 			run_id         = COALESCE($5, run_id),
-			current_step   = COALESCE($6, current_step),
+			current_step   = GREATEST(current_step, COALESCE($6, current_step)),
 			total_steps    = COALESCE($7, total_steps),
 			checkpoint     = COALESCE($8, checkpoint),
-			latest_metrics = COALESCE($9::jsonb, latest_metrics),
-			started_at     = COALESCE($10, started_at)
+			latest_metrics = CASE WHEN $6::integer < current_step THEN latest_metrics
+			                      ELSE COALESCE($9::jsonb, latest_metrics) END,
+			started_at     = COALESCE($10, started_at),
+			saved_step     = GREATEST(saved_step, COALESCE($11, saved_step))
 		WHERE id = $1`,
-		jid, u.Status, u.Error, u.FinishedAt, u.RunID, u.CurrentStep, u.TotalSteps, u.Checkpoint, metrics, u.StartedAt)
+		jid, u.Status, u.Error, u.FinishedAt, u.RunID, u.CurrentStep, u.TotalSteps, u.Checkpoint, metrics, u.StartedAt, u.SavedStep)
 	if err != nil {
 		return translate(err, "job %s", jobID)
 	}

@@ -204,6 +204,14 @@ func TestUpdateJob(t *testing.T) {
 		t.Fatalf("after updates: %+v", got)
 	}
 
+	// Progress never goes backwards: a retried or reset run that reports
+	// an earlier step leaves the step and its metrics alone.
+	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{CurrentStep: ptr(1), LatestMetrics: map[string]float64{"loss": 9}, SavedStep: ptr(2)}))
+	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{SavedStep: ptr(1)}))
+	if got, err = f.db.GetJob(ctx, j.ID); err != nil || got.CurrentStep != 2 || got.LatestMetrics["loss"] != 1.5 || got.SavedStep != 2 {
+		t.Fatalf("after an earlier step: %+v %v", got, err)
+	}
+
 	finished := started.Add(time.Minute)
 	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobCompleted), FinishedAt: &finished, Checkpoint: ptr(1), CurrentStep: ptr(4)}))
 	// A late failure or cancel cannot rewrite the outcome, but progress
