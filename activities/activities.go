@@ -88,7 +88,8 @@ type Deps struct {
 	Bases     BaseModels
 	// Files holds uploaded artifacts; nil disables wandb-artifact URLs.
 	Files Files
-	// HTTP fetches http(s) training data; nil means http.DefaultClient.
+	// HTTP fetches http(s) training data; nil means NewFetchClient with
+	// the default AddressPolicy (no loopback or private addresses).
 	HTTP   *http.Client
 	Logger *zap.Logger
 }
@@ -171,7 +172,7 @@ func New(d Deps, cfg Config) (*Activities, error) {
 		return nil, errors.New("activities: Jobs, Events, Models, Blobs, Queue and Bases are required")
 	}
 	if d.HTTP == nil {
-		d.HTTP = http.DefaultClient
+		d.HTTP = NewFetchClient(AddressPolicy{})
 	}
 	if d.Logger == nil {
 		d.Logger = zap.NewNop()

@@ -32,7 +32,10 @@ func (a *Activities) download(ctx context.Context, raw string) (io.ReadCloser, e
 		return fail(invalidf("training_data_url: %v", err))
 	}
 	resp, err := a.d.HTTP.Do(req)
-	if err != nil {
+	switch {
+	case err != nil && dialRefused(err):
+		return fail(invalidf("%v", ErrRefusedAddress))
+	case err != nil:
 		if errors.Is(context.Cause(ctx), stalled) {
 			err = stalled
 		}

@@ -75,7 +75,8 @@ func newFixture(t testing.TB, cfg Config, wf Workflows) *fixture {
 	}
 	f.model = f.newModel(t)
 	f.acts, err = New(Deps{Jobs: f.db, Events: f.db, Models: f.db, Blobs: f.blobs, Queue: f.db, Workflows: wf,
-		Bases: bases{}, Files: f.blobs, Logger: zaptest.NewLogger(t)}, cfg)
+		Bases: bases{}, Files: f.blobs, Logger: zaptest.NewLogger(t),
+		HTTP: NewFetchClient(AddressPolicy{AllowLocal: true})}, cfg) // test servers listen on loopback
 	if err != nil {
 		t.Fatal(err)
 	}

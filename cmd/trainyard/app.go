@@ -94,7 +94,9 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		Workflows: a.jobs,
 		Bases:     a.bases,
 		Files:     a.inf.blobs,
-		Logger:    a.log.Named("activities"),
+		HTTP: activities.NewFetchClient(activities.AddressPolicy{
+			AllowLocal: a.cfg.FetchAllowLocal != nil && *a.cfg.FetchAllowLocal}),
+		Logger: a.log.Named("activities"),
 	}, activities.Config{Data: a.dataPolicy(), DownloadTimeout: a.cfg.Worker.DownloadTimeout,
 		FetchPerAccount: a.cfg.Worker.FetchConcurrency / 2}) // 0: the activities' default
 	if err != nil {

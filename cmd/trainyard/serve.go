@@ -92,6 +92,12 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
+	if cfg.FetchAllowLocal == nil {
+		// On a developer's machine, training data served from localhost
+		// is normal; a shared service refuses it (config.FetchAllowLocal).
+		allow := true
+		cfg.FetchAllowLocal = &allow
+	}
 	a := newApp(cfg, inf, log)
 	w, rec, err := a.newWorker()
 	if err != nil {

@@ -38,6 +38,10 @@ type Config struct {
 	// AllowFileURLs lets jobs read file:// training data from the worker's
 	// disk (TRAINYARD_ALLOW_FILE_URLS; development only).
 	AllowFileURLs bool
+	// FetchAllowLocal lets http(s) training data come from loopback and
+	// private-network addresses (TRAINYARD_FETCH_ALLOW_LOCAL); nil means
+	// the mode's default: allowed in `serve`, refused in `api`/`worker`.
+	FetchAllowLocal *bool
 
 	HTTP     HTTP
 	Temporal Temporal
@@ -155,14 +159,15 @@ const (
 func Load(getenv func(string) string) (Config, error) {
 	e := env{get: getenv}
 	c := Config{
-		HTTPAddr:      e.str(EnvHTTPAddr, "127.0.0.1:8080"),
-		DatabaseURL:   e.str(EnvDatabaseURL, ""),
-		DataDir:       e.str(EnvDataDir, ".data"),
-		DevAPIKey:     e.str(EnvDevAPIKey, ""),
-		DefaultEntity: e.str(EnvDefaultEntity, "local"),
-		MaxBodyBytes:  e.int64(EnvMaxBodyBytes, 0),
-		LogLevel:      e.level(EnvLogLevel, zapcore.InfoLevel),
-		AllowFileURLs: e.bool(EnvAllowFileURLs, false),
+		HTTPAddr:        e.str(EnvHTTPAddr, "127.0.0.1:8080"),
+		DatabaseURL:     e.str(EnvDatabaseURL, ""),
+		DataDir:         e.str(EnvDataDir, ".data"),
+		DevAPIKey:       e.str(EnvDevAPIKey, ""),
+		DefaultEntity:   e.str(EnvDefaultEntity, "local"),
+		MaxBodyBytes:    e.int64(EnvMaxBodyBytes, 0),
+		LogLevel:        e.level(EnvLogLevel, zapcore.InfoLevel),
+		AllowFileURLs:   e.bool(EnvAllowFileURLs, false),
+		FetchAllowLocal: e.optBool(EnvFetchAllowLocal),
 		Temporal: Temporal{
 			Address:      e.str(EnvTemporalAddress, ""),
 			Namespace:    e.str(EnvTemporalNamespace, "default"),

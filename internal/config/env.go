@@ -21,6 +21,7 @@ const (
 	EnvMaxBodyBytes              = "TRAINYARD_MAX_BODY_BYTES"
 	EnvLogLevel                  = "TRAINYARD_LOG_LEVEL"
 	EnvAllowFileURLs             = "TRAINYARD_ALLOW_FILE_URLS"
+	EnvFetchAllowLocal           = "TRAINYARD_FETCH_ALLOW_LOCAL"
 	EnvTemporalAddress           = "TEMPORAL_ADDRESS"
 	EnvTemporalNamespace         = "TEMPORAL_NAMESPACE"
 	EnvTaskQueue                 = "TRAINYARD_TASK_QUEUE"
@@ -109,6 +110,15 @@ func (e *env) bool(name string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+// optBool reads a boolean that may be unset (nil).
+func (e *env) optBool(name string) *bool {
+	if strings.TrimSpace(e.get(name)) == "" {
+		return nil
+	}
+	b := e.bool(name, false)
+	return &b
 }
 
 func (e *env) level(name string, def zapcore.Level) zapcore.Level {

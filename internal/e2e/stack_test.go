@@ -127,6 +127,7 @@ func (s *stack) activities() *activities.Activities {
 	acts, err := activities.New(activities.Deps{
 		Jobs: s.db, Events: s.db, Models: s.db, Blobs: s.blobs, Queue: s.db, Workflows: s.wf,
 		Bases: sharedBases, Files: s.blobs, Logger: s.log,
+		HTTP: activities.NewFetchClient(activities.AddressPolicy{AllowLocal: true}), // test servers listen on loopback
 	}, cfg)
 	if err != nil {
 		s.t.Fatal(err)
