@@ -74,6 +74,9 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		msg = internalMessage
 	case trainyard.EUNAVAILABLE:
 		log.Warn("dependency unavailable", zap.Error(err))
+		// An outage passes; a client that honours Retry-After comes back
+		// instead of hammering.
+		c.Header("Retry-After", "5")
 	case trainyard.EUNAUTHORIZED:
 		c.Header("WWW-Authenticate", "Bearer")
 	case trainyard.EINVALID:

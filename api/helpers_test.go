@@ -42,7 +42,13 @@ type env struct {
 // newEnv builds an env; mods adjust the configuration and dependencies.
 func newEnv(t testing.TB, mods ...func(*api.Config, *api.Deps)) *env {
 	t.Helper()
-	e := &env{t: t, db: pgtest.New(t), blobs: s3test.New(t)}
+	return newEnvOn(t, pgtest.New(t), mods...)
+}
+
+// newEnvOn is newEnv on a database the test opened itself.
+func newEnvOn(t testing.TB, db *postgres.DB, mods ...func(*api.Config, *api.Deps)) *env {
+	t.Helper()
+	e := &env{t: t, db: db, blobs: s3test.New(t)}
 	core, logs := observer.New(zapcore.DebugLevel)
 	e.logs = logs
 	ctx := context.Background()

@@ -32,7 +32,7 @@ type infra struct {
 func connectInfra(ctx context.Context, cfg config.Config, log *zap.Logger) (*infra, error) {
 	inf := &infra{}
 	var err error
-	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL); err != nil {
+	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL, cfg.DBTimeout); err != nil {
 		return nil, err
 	}
 	if inf.blobs, err = openBlobs(ctx, cfg.S3); err != nil {
@@ -48,10 +48,10 @@ func connectInfra(ctx context.Context, cfg config.Config, log *zap.Logger) (*inf
 
 // openDatabase connects to PostgreSQL and migrates the schema (idempotent
 // and safe when several processes start at once).
-func openDatabase(ctx context.Context, url string) (*postgres.DB, error) {
+func openDatabase(ctx context.Context, url string, opTimeout time.Duration) (*postgres.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	db, err := postgres.Open(ctx, url)
+	db, err := postgres.OpenWith(ctx, url, postgres.Options{OpTimeout: opTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL: %w", err)
 	}

@@ -20,7 +20,7 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := openDatabase(ctx, cfg.DatabaseURL)
+	db, err := openDatabase(ctx, cfg.DatabaseURL, cfg.DBTimeout)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func runKeys(ctx context.Context, args []string, stdout io.Writer) error {
 	if entity == "" {
 		return usageError{"trainyard keys create: --entity is required"}
 	}
-	db, err := openDatabase(ctx, cfg.DatabaseURL)
+	db, err := openDatabase(ctx, cfg.DatabaseURL, cfg.DBTimeout)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,10 @@ type Config struct {
 	HTTPAddr string
 	// DatabaseURL is the PostgreSQL URL (DATABASE_URL).
 	DatabaseURL string
+	// DBTimeout bounds each database statement or transaction
+	// (TRAINYARD_DB_TIMEOUT); 0 is the storage default (5 s). An API request
+	// that meets a database which stopped answering gets 503 after it.
+	DBTimeout time.Duration
 	// DataDir holds the embedded stack's state and the generated dev key
 	// (TRAINYARD_DATA_DIR); always absolute after Load.
 	DataDir string

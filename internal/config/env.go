@@ -15,6 +15,7 @@ import (
 const (
 	EnvHTTPAddr                  = "TRAINYARD_HTTP_ADDR"
 	EnvDatabaseURL               = "DATABASE_URL"
+	EnvDBTimeout                 = "TRAINYARD_DB_TIMEOUT"
 	EnvDataDir                   = "TRAINYARD_DATA_DIR"
 	EnvDevAPIKey                 = "TRAINYARD_DEV_API_KEY"
 	EnvDefaultEntity             = "TRAINYARD_DEFAULT_ENTITY"

@@ -7,6 +7,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,25 +27,40 @@ var (
 // DB is a pool of connections to one trainyard database. It is safe for
 // concurrent use.
 type DB struct {
-	pool *pgxpool.Pool
+	pool pool
+}
+
+// Options tune a DB. The zero value is usable.
+type Options struct {
+	// OpTimeout bounds each statement or transaction (DefaultOpTimeout);
+	// past it the call fails with EUNAVAILABLE.
+	OpTimeout time.Duration
 }
 
 // Open connects to the database at databaseURL (a postgres:// URL or a
 // key=value DSN; a search_path parameter selects the schema) and checks that
 // it answers. It does not migrate; call Migrate.
 func Open(ctx context.Context, databaseURL string) (*DB, error) {
+	return OpenWith(ctx, databaseURL, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
+	if opts.OpTimeout <= 0 {
+		opts.OpTimeout = DefaultOpTimeout
+	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// The parse error can echo the URL, password included; keep it out.
 		return nil, trainyard.Errorf(trainyard.EINVALID, "invalid database URL")
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pgPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create postgres pool: %w", err)
 	}
-	db := &DB{pool: pool}
+	db := &DB{pool: pool{Pool: pgPool, timeout: opts.OpTimeout}}
 	if err := db.Ping(ctx); err != nil {
-		pool.Close()
+		pgPool.Close()
 		return nil, err
 	}
 	return db, nil
@@ -52,8 +68,10 @@ func Open(ctx context.Context, databaseURL string) (*DB, error) {
 
 // Ping checks that the database answers a query (system-check).
 func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := db.pool.opCtx(ctx)
+	defer cancel()
 	if err := db.pool.Ping(ctx); err != nil {
-		return translate(err, "ping database")
+		return translate(timedOut(ctx, err), "ping database")
 	}
 	return nil
 }
@@ -65,5 +83,5 @@ func (db *DB) Close() { db.pool.Close() }
 // inTx runs fn in a transaction, committing when it returns nil and rolling
 // back otherwise.
 func (db *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, db.pool, fn)
+	return db.pool.beginFunc(ctx, fn)
 }

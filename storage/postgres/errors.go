@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/google/uuid"
@@ -36,6 +38,9 @@ func translate(err error, subject string, args ...any) error {
 		return nil
 	}
 	subj := fmt.Sprintf(subject, args...)
+	if errors.Is(err, errOpTimeout) {
+		return trainyard.WrapError(trainyard.EUNAVAILABLE, err, "%s: the database did not answer in time", subj)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", subj, err)
 	}
@@ -52,13 +57,30 @@ func translate(err error, subject string, args ...any) error {
 		case pgCheckViolation, pgNotNullViolation, pgInvalidText, pgBadEncoding, pgUntranslatable, pgOutOfRange:
 			return trainyard.WrapError(trainyard.EINVALID, err, "%s: invalid value (%s)", subj, pgErr.Message)
 		}
+		if unavailableState(pgErr.Code) {
+			return trainyard.WrapError(trainyard.EUNAVAILABLE, err, "%s: database unavailable", subj)
+		}
 		return fmt.Errorf("%s: %w", subj, err)
 	}
 	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
+	var netErr net.Error
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		// Refused, reset or cut connections: the server went away.
 		return trainyard.WrapError(trainyard.EUNAVAILABLE, err, "%s: database unavailable", subj)
 	}
 	return fmt.Errorf("%s: %w", subj, err)
+}
+
+// unavailableState reports whether a SQLSTATE says the server cannot serve
+// now rather than that the statement is wrong: connection exceptions (class
+// 08), shutdowns and restarts (57P01-57P03), too many connections (53300).
+func unavailableState(code string) bool {
+	switch {
+	case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03", code == "53300":
+		return true
+	}
+	return false
 }
 
 // violates reports whether err is a violation of the named constraint or
