@@ -28,6 +28,9 @@ type SFTJobInput struct {
 
 // Resume is the state an SFT job carries across continue-as-new.
 type Resume struct {
+	// StartedAt is when the job's first run started: its deadline counts
+	// from there.
+	StartedAt  time.Time
 	BaseStep   int
 	TotalSteps int
 	Done       int
@@ -43,6 +46,10 @@ type Options struct {
 	// runs before it continues as new (default 200); Temporal may suggest
 	// continuing earlier, which is honoured too.
 	TrainActivitiesPerRun int
+	// Deadline bounds the whole job, from its first run's start (default
+	// 24 h). Until it passes, failures of the platform's own dependencies
+	// are retried; a job still unfinished then fails, saying so.
+	Deadline time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -51,6 +58,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TrainActivitiesPerRun <= 0 {
 		o.TrainActivitiesPerRun = 200
+	}
+	if o.Deadline <= 0 {
+		o.Deadline = 24 * time.Hour
 	}
 	return o
 }

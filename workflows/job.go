@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -43,6 +44,7 @@ type job struct {
 	opts   Options
 	resume *Resume
 
+	started  time.Time // the job's first run's start; its deadline counts from here
 	baseStep int
 	total    int
 	done     int
@@ -53,6 +55,10 @@ type job struct {
 // setup restores carried-over progress and answers the progress query.
 func (j *job) setup(ctx workflow.Context) error {
 	j.progress = Progress{JobID: j.id, Status: trainyard.JobQueued, Phase: PhaseWaiting}
+	j.started = workflow.GetInfo(ctx).WorkflowStartTime
+	if r := j.resume; r != nil && !r.StartedAt.IsZero() {
+		j.started = r.StartedAt
+	}
 	if r := j.resume; r != nil {
 		j.baseStep, j.total, j.done, j.metrics = r.BaseStep, r.TotalSteps, r.Done, r.Metrics
 		j.progress.Status, j.progress.Phase = trainyard.JobRunning, PhaseTraining
@@ -113,7 +119,11 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		j.progress.Phase = PhasePreparing
 
 		var prep activities.PrepareResult
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions(j.opts, computeQueue(ctx))),
+		remaining, err := j.remaining(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions(j.opts, computeQueue(ctx), remaining)),
 			a.Prepare, activities.PrepareInput{JobID: j.id, Kind: j.kind, BaseStep: j.baseStep}).Get(ctx, &prep)
 		if err != nil {
 			return nil, err
@@ -123,13 +133,17 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		log.Info("job prepared", "JobID", j.id, "BaseStep", j.baseStep, "TotalSteps", j.total)
 	}
 
-	trainCtx := workflow.WithActivityOptions(ctx, trainOptions(j.opts, computeQueue(ctx)))
 	for runs := 0; j.done < j.total; runs++ {
 		if runs > 0 && (runs >= j.opts.TrainActivitiesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			return nil, j.continueAsNew(ctx)
 		}
+		remaining, err := j.remaining(ctx)
+		if err != nil {
+			return nil, err
+		}
+		trainCtx := workflow.WithActivityOptions(ctx, trainOptions(j.opts, computeQueue(ctx), remaining))
 		var r activities.TrainResult
-		err := workflow.ExecuteActivity(trainCtx, a.Train, activities.TrainInput{
+		err = workflow.ExecuteActivity(trainCtx, a.Train, activities.TrainInput{
 			JobID: j.id, BaseStep: j.baseStep, Done: j.done, TotalSteps: j.total,
 		}).Get(ctx, &r)
 		if err != nil {
@@ -209,6 +223,17 @@ func (j *job) endAsClosed(ctx workflow.Context, turn activities.WaitTurnResult) 
 	return &JobResult{JobID: j.id}, nil
 }
 
+// remaining is the time left before the job's deadline; an error, which
+// fails the job, once it has passed.
+func (j *job) remaining(ctx workflow.Context) (time.Duration, error) {
+	left := j.started.Add(j.opts.Deadline).Sub(workflow.Now(ctx))
+	if left <= 0 {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the job did not finish within its deadline of %s", j.opts.Deadline), "DeadlineExceeded", nil)
+	}
+	return left, nil
+}
+
 // computeQueue is the task queue of this workflow's CPU-bound activities.
 func computeQueue(ctx workflow.Context) string {
 	return ComputeTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
@@ -221,7 +246,7 @@ func (j *job) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, SFTJob, SFTJobInput{
 		JobID:   j.id,
 		Options: j.opts,
-		Resume:  &Resume{BaseStep: j.baseStep, TotalSteps: j.total, Done: j.done, Metrics: j.metrics},
+		Resume:  &Resume{StartedAt: j.started, BaseStep: j.baseStep, TotalSteps: j.total, Done: j.done, Metrics: j.metrics},
 	})
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -242,6 +244,8 @@ func TestSFTJobContinuesAsNewAndResumes(t *testing.T) {
 	require.Equal(t, "SFTJob", can.WorkflowType.Name)
 	var next SFTJobInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.False(t, next.Resume.StartedAt.IsZero(), "the deadline's start must carry over")
+	next.Resume.StartedAt = time.Time{}
 	require.Equal(t, &Resume{BaseStep: 7, TotalSteps: 5, Done: 2, Metrics: map[string]float64{"loss": 0.5}}, next.Resume)
 	require.Equal(t, 2, next.Options.TrainActivitiesPerRun)
 
@@ -296,4 +300,52 @@ func TestSFTJobFetchesOnItsOwnQueueBeforeItsTurn(t *testing.T) {
 	require.Equal(t, []string{"Fetch@" + FetchTaskQueue(testQueue), "Fail@" + testQueue}, order)
 	env.AssertExpectations(t)
 	env.AssertActivityNotCalled(t, "WaitTurn", mock.Anything, mock.Anything)
+}
+
+// TestOutagesDelayJobsUntilTheirDeadline: Prepare and Train failing with
+// errors of the platform's own (a database down for a long while) are
+// retried with capped backoff, not a fixed number of times, so the job
+// completes once the outage is over; only the job's deadline ends the
+// retries, with a message that says so.
+func TestOutagesDelayJobsUntilTheirDeadline(t *testing.T) {
+	outage := temporal.NewApplicationError("record the step: database unavailable", activities.ErrInfrastructure)
+	prepares, trains := 0, 0
+	env := newEnv(t)
+	env.OnActivity(a.WaitTurn, mock.Anything, mock.Anything).Return(&activities.WaitTurnResult{}, nil).Once()
+	env.OnActivity(a.Prepare, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PrepareInput) (*activities.PrepareResult, error) {
+			if prepares++; prepares <= 8 { // the test environment caps attempts at 10
+				return nil, outage
+			}
+			return &activities.PrepareResult{TotalSteps: 1}, nil
+		})
+	env.OnActivity(a.Train, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.TrainInput) (*activities.TrainResult, error) {
+			if trains++; trains <= 8 {
+				return nil, outage
+			}
+			return trainBy(1)(ctx, in)
+		})
+	env.OnActivity(a.Complete, mock.Anything, mock.Anything).Return(nil).Once()
+	env.ExecuteWorkflow(RLJob, RLJobInput{JobID: testJobID})
+	require.NoError(t, env.GetWorkflowError(), "after %d Prepare attempts", prepares)
+	require.Equal(t, 9, prepares)
+	require.Equal(t, 9, trains)
+	// On a real server the attempts are not counted at all: the job's
+	// deadline is the only bound.
+	for _, o := range []workflow.ActivityOptions{prepareOptions(Options{}, "q", time.Hour), trainOptions(Options{}, "q", time.Hour)} {
+		require.Zero(t, o.RetryPolicy.MaximumAttempts)
+		require.Equal(t, time.Hour, o.ScheduleToCloseTimeout)
+		require.Equal(t, time.Minute, o.RetryPolicy.MaximumInterval)
+	}
+
+	stuck := newEnv(t)
+	stuck.OnActivity(a.WaitTurn, mock.Anything, mock.Anything).Return(&activities.WaitTurnResult{}, nil).Once()
+	stuck.OnActivity(a.Prepare, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PrepareInput) (*activities.PrepareResult, error) { return nil, outage })
+	stuck.OnActivity(a.Fail, mock.Anything, mock.MatchedBy(func(in activities.FailInput) bool {
+		return in.Status == trainyard.JobFailed && strings.Contains(in.Message, "database unavailable")
+	})).Return(nil).Once()
+	stuck.ExecuteWorkflow(RLJob, RLJobInput{JobID: testJobID, Options: Options{Deadline: time.Hour}})
+	require.Error(t, stuck.GetWorkflowError())
 }

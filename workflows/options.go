@@ -25,31 +25,33 @@ func gateOptions(o Options) workflow.ActivityOptions {
 	}
 }
 
-// prepareOptions: downloading and tokenising data heartbeats; a bounded
-// number of attempts lets a job with unreadable data fail instead of
-// retrying forever.
-func prepareOptions(o Options, queue string) workflow.ActivityOptions {
+// prepareOptions: tokenising data heartbeats. A failure of the platform's
+// own (database, object store) is retried with capped backoff for as long
+// as the job's deadline allows, so an outage delays the job instead of
+// failing it; bad input fails it at once (non-retryable errors).
+func prepareOptions(o Options, queue string, remaining time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		TaskQueue:           queue,
-		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    o.HeartbeatTimeout,
-		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: 10},
+		TaskQueue:              queue,
+		StartToCloseTimeout:    30 * time.Minute,
+		ScheduleToCloseTimeout: remaining,
+		HeartbeatTimeout:       o.HeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	}
 }
 
 // trainOptions: a Train activity runs for about its chunk duration plus one
 // step and heartbeats throughout, so a dead worker is noticed within the
 // heartbeat timeout and the step resumes elsewhere from the saved state.
-func trainOptions(o Options, queue string) workflow.ActivityOptions {
+// Like Prepare, it retries outages until the job's deadline.
+func trainOptions(o Options, queue string, remaining time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		TaskQueue:           queue,
-		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    o.HeartbeatTimeout,
-		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: 20},
+		TaskQueue:              queue,
+		StartToCloseTimeout:    time.Hour,
+		ScheduleToCloseTimeout: remaining,
+		HeartbeatTimeout:       o.HeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	}
 }
 

@@ -38,6 +38,7 @@ func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
 		bases: &worker.Bases{},
 		jobs: workflows.NewClient(inf.temporal, workflows.ClientOptions{
 			TaskQueue: cfg.Temporal.TaskQueue,
+			Workflow:  workflows.Options{Deadline: cfg.JobDeadline},
 			Jobs:      inf.db,
 			Events:    inf.db,
 		}),

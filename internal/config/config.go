@@ -22,6 +22,10 @@ type Config struct {
 	HTTPAddr string
 	// DatabaseURL is the PostgreSQL URL (DATABASE_URL).
 	DatabaseURL string
+	// JobDeadline bounds a training job from its start
+	// (TRAINYARD_JOB_DEADLINE); 0 is the workflows' default (24 h). Until it
+	// passes, outages of the platform's own dependencies only delay jobs.
+	JobDeadline time.Duration
 	// DBTimeout bounds each database statement or transaction
 	// (TRAINYARD_DB_TIMEOUT); 0 is the storage default (5 s). An API request
 	// that meets a database which stopped answering gets 503 after it.

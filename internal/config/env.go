@@ -16,6 +16,7 @@ const (
 	EnvHTTPAddr                  = "TRAINYARD_HTTP_ADDR"
 	EnvDatabaseURL               = "DATABASE_URL"
 	EnvDBTimeout                 = "TRAINYARD_DB_TIMEOUT"
+	EnvJobDeadline               = "TRAINYARD_JOB_DEADLINE"
 	EnvDataDir                   = "TRAINYARD_DATA_DIR"
 	EnvDevAPIKey                 = "TRAINYARD_DEV_API_KEY"
 	EnvDefaultEntity             = "TRAINYARD_DEFAULT_ENTITY"
