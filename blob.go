@@ -35,6 +35,9 @@ type BlobStore interface {
 	// DeleteJobFiles removes every object stored under a job (its inputs
 	// and any state kept with it), e.g. when the job's model is deleted.
 	DeleteJobFiles(ctx context.Context, jobID string) error
+	// DeleteJobFilesWithPrefix removes a job's objects whose names start
+	// with prefix: its scratch state once it has ended.
+	DeleteJobFilesWithPrefix(ctx context.Context, jobID, prefix string) error
 
 	// GetURL opens an s3://bucket/key object (SFT training_data_url).
 	GetURL(ctx context.Context, url string) (io.ReadCloser, error)

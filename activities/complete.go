@@ -54,6 +54,9 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 	if err != nil {
 		return classify(err, "mark job completed")
 	}
+	if err := a.dropScratch(ctx, job.ID); err != nil {
+		return err
+	}
 	a.d.Logger.Info("job completed", zap.String("job_id", job.ID), zap.String("model_id", job.ModelID),
 		zap.Int("checkpoint_step", step))
 	return nil

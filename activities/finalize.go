@@ -82,7 +82,22 @@ func (a *Activities) Fail(ctx context.Context, in FailInput) error {
 	if err := Finalize(ctx, a.d.Jobs, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
 		return classify(err, "record the job's failure")
 	}
+	if err := a.dropScratch(ctx, in.JobID); err != nil {
+		return err
+	}
 	a.d.Logger.Info("job closed", zap.String("job_id", in.JobID), zap.String("status", string(in.Status)),
 		zap.String("error", in.Message))
+	return nil
+}
+
+// dropScratch deletes what a job stored only to get through its steps (its
+// plan and intermediate training state) once the job has ended: a finished
+// job keeps its inputs and, if it completed, its checkpoint, nothing else.
+func (a *Activities) dropScratch(ctx context.Context, jobID string) error {
+	for _, prefix := range []string{statePrefix, planFile} {
+		if err := a.d.Blobs.DeleteJobFilesWithPrefix(ctx, jobID, prefix); err != nil {
+			return classify(err, "delete the job's intermediate state")
+		}
+	}
 	return nil
 }

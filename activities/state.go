@@ -19,8 +19,13 @@ import (
 // job, keyed by the number of completed steps. A retried Train activity
 // therefore resumes from exactly the state it last stored.
 
+// statePrefix starts the names of in-progress state files.
+const statePrefix = "state-"
+
 // stateFile names one file of the in-progress state after done steps.
-func stateFile(done int, name string) string { return fmt.Sprintf("state-%06d-%s", done, name) }
+func stateFile(done int, name string) string {
+	return fmt.Sprintf("%s%06d-%s", statePrefix, done, name)
+}
 
 // trainState is an adapter with its optimizer state.
 type trainState struct {

@@ -120,6 +120,14 @@ func TestSFTJobEndToEnd(t *testing.T) {
 	if before, after := enginetest.NLL(t, base(t), nil, seqs), enginetest.NLL(t, base(t), s.adapterAt(model, 1), seqs); !(after < before) {
 		t.Fatalf("NLL of the training data: base %.4f, trained %.4f", before, after)
 	}
+	// Only the job's inputs stay: its plan and intermediate state are gone.
+	names, err := s.blobs.JobFileNames(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(names) != "[data.jsonl input.json]" {
+		t.Fatalf("objects left under the completed job: %v", names)
+	}
 	recordHistory(t, s, id, "sft_completed")
 }
 

@@ -64,6 +64,9 @@ func TestCancelRunningJob(t *testing.T) {
 	if steps := s.checkpointSteps(model); len(steps) != 0 {
 		t.Fatalf("a cancelled job left checkpoints %v", steps)
 	}
+	if names, err := s.blobs.JobFileNames(context.Background(), id); err != nil || fmt.Sprint(names) != "[data.jsonl input.json]" {
+		t.Fatalf("objects left under the cancelled job: %v %v", names, err)
+	}
 	// The workflow closes just after its last activity has recorded the
 	// job's end, which is what the API reports.
 	if st := s.waitWorkflowClosed(id, 30*time.Second); st.Status != "Canceled" {

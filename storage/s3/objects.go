@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -86,6 +87,39 @@ func (s *Store) DeleteJobFiles(ctx context.Context, jobID string) error {
 		return err
 	}
 	return s.deletePrefix(ctx, p)
+}
+
+// DeleteJobFilesWithPrefix removes the objects of a job whose names start
+// with prefix (e.g. its intermediate training state once it has ended).
+func (s *Store) DeleteJobFilesWithPrefix(ctx context.Context, jobID, prefix string) error {
+	p, err := jobPrefix(jobID)
+	if err != nil {
+		return err
+	}
+	if prefix == "" || strings.ContainsAny(prefix, "/\\") {
+		return trainyard.Errorf(trainyard.EINVALID, "invalid job file prefix %q", prefix)
+	}
+	return s.deletePrefix(ctx, p+prefix)
+}
+
+// JobFileNames lists the names of the objects stored under a job.
+func (s *Store) JobFileNames(ctx context.Context, jobID string) ([]string, error) {
+	p, err := jobPrefix(jobID)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	pages := awss3.NewListObjectsV2Paginator(s.client, &awss3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(p)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, translate(err, "objects of job %s", jobID)
+		}
+		for _, o := range page.Contents {
+			names = append(names, strings.TrimPrefix(aws.ToString(o.Key), p))
+		}
+	}
+	return names, nil
 }
 
 // put uploads r to key. The SDK must read a body twice over plain HTTP
