@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
@@ -69,8 +71,7 @@ func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *
 }
 
 // parseSFTData parses JSONL conversations. Blank lines are skipped; any
-// other line must be {"messages": [...], "tools": [...]?} with at least one
-// assistant message.
+// other line must pass ParseSFTLine and render within the model's context.
 func parseSFTData(data []byte, base *engine.Base, lastOnly bool) ([]engine.Sequence, error) {
 	var seqs []engine.Sequence
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -80,31 +81,11 @@ func parseSFTData(data []byte, base *engine.Base, lastOnly bool) ([]engine.Seque
 		if len(line) == 0 {
 			continue
 		}
-		var l sftLine
-		if err := json.Unmarshal(line, &l); err != nil {
-			return nil, invalidf("training data line %d is not a JSON object with \"messages\": %v", lineNo, err)
+		msgs, tools, err := ParseSFTLine(line, lastOnly)
+		if err != nil {
+			return nil, invalidf("training data line %d%v", lineNo, err)
 		}
-		if len(l.Messages) == 0 {
-			return nil, invalidf("training data line %d has no messages", lineNo)
-		}
-		msgs := make([]engine.Message, len(l.Messages))
-		last := -1
-		for i := range l.Messages {
-			m, err := engineMessage(&l.Messages[i])
-			if err != nil {
-				return nil, invalidf("training data line %d, messages[%d]: %v", lineNo, i, err)
-			}
-			if m.Role == "assistant" {
-				last = i
-				m.Trainable = !lastOnly
-			}
-			msgs[i] = m
-		}
-		if last < 0 {
-			return nil, invalidf("training data line %d has no assistant message to train on", lineNo)
-		}
-		msgs[last].Trainable = true
-		seq, err := render(base, msgs, engineTools(l.Tools))
+		seq, err := render(base, msgs, tools)
 		if err != nil {
 			return nil, invalidf("training data line %d: %v", lineNo, err)
 		}
@@ -117,4 +98,55 @@ func parseSFTData(data []byte, base *engine.Base, lastOnly bool) ([]engine.Seque
 		return nil, invalidf("the training data has no conversations")
 	}
 	return seqs, nil
+}
+
+// ParseSFTLine checks one line of SFT data in everything that does not
+// depend on the model ({"messages": [...], "tools": [...]?}, known roles, an
+// assistant message to train on, tool-call arguments that are JSON objects)
+// and converts it; lastOnly trains on the last assistant turn only. The
+// upload route checks lines with it, so an upload holds nothing Prepare
+// would refuse but a conversation too long for a model. The error reads
+// after "line N".
+func ParseSFTLine(line []byte, lastOnly bool) ([]engine.Message, []engine.Tool, error) {
+	var l sftLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return nil, nil, fmt.Errorf(" is not a JSON object with \"messages\": %v", err)
+	}
+	if len(l.Messages) == 0 {
+		return nil, nil, fmt.Errorf(" has no messages")
+	}
+	msgs := make([]engine.Message, len(l.Messages))
+	last := -1
+	for i := range l.Messages {
+		m, err := engineMessage(&l.Messages[i])
+		if err != nil {
+			return nil, nil, fmt.Errorf(", messages[%d]: %v", i, err)
+		}
+		for _, c := range m.ToolCalls {
+			if !isJSONObject(c.Arguments) {
+				return nil, nil, fmt.Errorf(", messages[%d]: tool call %q: arguments must be a JSON object encoded as a string", i, c.Name)
+			}
+		}
+		if m.Role == "assistant" {
+			last = i
+			m.Trainable = !lastOnly
+		}
+		msgs[i] = m
+	}
+	if last < 0 {
+		return nil, nil, fmt.Errorf(" has no assistant message to train on")
+	}
+	msgs[last].Trainable = true
+	return msgs, engineTools(l.Tools), nil
+}
+
+// isJSONObject reports whether s is a JSON object (blank counts as {}, as
+// the chat template treats it).
+func isJSONObject(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return true
+	}
+	var v map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &v) == nil && v != nil
 }

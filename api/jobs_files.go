@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -82,9 +82,10 @@ func (s *Server) uploadFile(c *gin.Context) {
 }
 
 // checkJSONL checks that data holds at least one conversation and that every
-// non-blank line is a JSON object with a "messages" list, recording
-// problems at ["body", line number]. The deeper checks (roles, an assistant
-// turn, the context length) run when a job prepares the data.
+// non-blank line is one training can use (workflows.CheckSFTLine: shape,
+// roles, an assistant turn, tool-call arguments), recording problems at
+// ["body", line number]. Only the context length, which depends on the
+// model, is left for the job that trains on the data.
 func checkJSONL(data []byte, errs *validate.Errors) int {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
@@ -95,11 +96,8 @@ func checkJSONL(data []byte, errs *validate.Errors) int {
 			continue
 		}
 		n++
-		var l struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		if err := json.Unmarshal(line, &l); err != nil || len(l.Messages) == 0 {
-			errs.At(nil, "body", lineNo).Invalid("each line must be a JSON object with a non-empty \"messages\" list")
+		if err := workflows.CheckSFTLine(line); err != nil {
+			errs.At(nil, "body", lineNo).Invalid(fmt.Sprintf("line %d%v", lineNo, err))
 		}
 	}
 	if n == 0 {

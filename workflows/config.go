@@ -64,3 +64,10 @@ func ArtifactURL(entity, project, name string) string {
 // TokenID parses a sampled token named "token_id:<id>", as trainyard's chat
 // completions write them and training reads them.
 func TokenID(token string) (int, bool) { return activities.TokenID(token) }
+
+// CheckSFTLine checks one line of SFT training data in everything that does
+// not depend on the model; the error reads after "line N".
+func CheckSFTLine(line []byte) error {
+	_, _, err := activities.ParseSFTLine(line, false)
+	return err
+}

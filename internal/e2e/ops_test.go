@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,10 +203,15 @@ func TestBadTrainingDataFailsTheJob(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	s.startWorker()
 	model := s.createModel("bad")
-	up := s.mustCall("POST", "/v1/preview/files?project=e2e&name=bad", `{"messages":[{"role":"user","content":"no answer"}]}`+"\n")
+	// A line no model could train on is refused at upload; one too long
+	// for this model's context is found when the job prepares.
+	if status, _ := s.call("POST", "/v1/preview/files?project=e2e&name=noanswer", `{"messages":[{"role":"user","content":"no answer"}]}`+"\n"); status != 422 {
+		t.Fatalf("upload without an assistant turn: status %d", status)
+	}
+	up := s.mustCall("POST", "/v1/preview/files?project=e2e&name=bad", tooLongJSONL())
 	id := s.mustCall("POST", "/v1/preview/sft-training-jobs", map[string]any{"model_id": model, "training_data_url": up["url"]})["id"].(string)
 	job := s.waitJob(id, time.Minute)
-	if job["status"] != "FAILED" || job["error"] != "training data line 1 has no assistant message to train on" {
+	if job["status"] != "FAILED" || !strings.HasPrefix(job["error"].(string), "training data line 1: the conversation is") {
 		t.Fatalf("job = %v", job)
 	}
 	evs := s.events(id)
@@ -225,4 +231,9 @@ func unreachableTemporal(t *testing.T) client.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// tooLongJSONL is one conversation longer than tiny-chat's context.
+func tooLongJSONL() string {
+	return `{"messages":[{"role":"user","content":"` + strings.Repeat("words ", 300) + `"},{"role":"assistant","content":"ok"}]}` + "\n"
 }

@@ -159,7 +159,7 @@ func TestResetOfAClosedJobEndsAsTheJob(t *testing.T) {
 	s.waitJob(cancelled, time.Minute)
 	s.waitWorkflowClosed(cancelled, time.Minute)
 
-	up := s.mustCall("POST", "/v1/preview/files?project=e2e&name=noanswer", `{"messages":[{"role":"user","content":"no answer"}]}`+"\n")
+	up := s.mustCall("POST", "/v1/preview/files?project=e2e&name=toolong", tooLongJSONL())
 	failed := s.mustCall("POST", "/v1/preview/sft-training-jobs", map[string]any{
 		"model_id": s.createModel("reset-failed"), "training_data_url": up["url"]})["id"].(string)
 	if job := s.waitJob(failed, time.Minute); job["status"] != "FAILED" {
