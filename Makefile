@@ -24,7 +24,7 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas pretrain clean
+.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas pretrain clean fuzz
 
 all: build
 
@@ -43,7 +43,27 @@ test: fmt-check test-scripts
 	fi; \
 	export TRAINYARD_TEST_DATABASE_URL; \
 	$(GO) vet ./...; \
-	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...; \
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# The fuzz targets of the request decoders, as package:target. `make fuzz`
+# runs each for FUZZTIME; `make test` runs each briefly (their seeds also
+# run in every `go test`).
+FUZZ_TARGETS := .:FuzzParseS3URL ./activities:FuzzParseArtifactURL ./activities:FuzzSFTLine \
+	./serving:FuzzParseModelRef ./api:FuzzChatRequest ./api:FuzzTrainingJobRequest
+FUZZTIME ?= 30s
+TEST_FUZZTIME ?= 3s
+
+## fuzz: run every fuzz target for FUZZTIME (needs PostgreSQL, as make test does)
+fuzz:
+	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
+		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
+	fi; \
+	export TRAINYARD_TEST_DATABASE_URL; \
+	for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" | tail -n 1; \
+	done
 
 ## test-scripts: the real fallback path of scripts/ensure-postgres.sh
 test-scripts:

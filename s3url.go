@@ -14,8 +14,11 @@ type S3Object struct {
 	Bucket, Key string
 }
 
-// String is the object's canonical URL.
-func (o S3Object) String() string { return "s3://" + o.Bucket + "/" + o.Key }
+// String is the object's canonical URL, its key escaped where a URL needs
+// it ("#", "?", "%", blanks).
+func (o S3Object) String() string {
+	return (&url.URL{Scheme: "s3", Host: o.Bucket, Path: "/" + o.Key}).String()
+}
 
 // ParseS3URL parses and canonicalises an s3://bucket/key URL. It refuses,
 // rather than cleans, any key with an empty, "." or ".." segment however it is

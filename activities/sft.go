@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 
 	"github.com/trainyard/trainyard"
@@ -136,9 +137,19 @@ func ParseSFTLine(line []byte, lastOnly bool) ([]engine.Message, []engine.Tool, 
 	if last < 0 {
 		return nil, nil, fmt.Errorf(" has no assistant message to train on")
 	}
+	for i, t := range l.Tools {
+		if t.Type != "function" || !toolName.MatchString(t.Function.Name) {
+			return nil, nil, fmt.Errorf(", tools[%d]: a tool must be {\"type\": \"function\", \"function\": {\"name\": ...}} "+
+				"with a name of 1 to 64 letters, digits, '_' or '-'", i)
+		}
+	}
 	msgs[last].Trainable = true
 	return msgs, engineTools(l.Tools), nil
 }
+
+// toolName is OpenAI's rule for function names, which chat requests follow
+// too.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // isJSONObject reports whether s is a JSON object (blank counts as {}, as
 // the chat template treats it).

@@ -40,7 +40,7 @@ func ParseModelRef(name string, isBase func(string) bool) (ModelRef, error) {
 		path, alias = path[:i], path[i+1:]
 	}
 	segs := strings.Split(path, "/")
-	if len(segs) != 3 || segs[0] == "" || segs[1] == "" || segs[2] == "" {
+	if len(segs) != 3 || !nameSegment(segs[0]) || !nameSegment(segs[1]) || !nameSegment(segs[2]) {
 		return ModelRef{}, trainyard.Errorf(trainyard.ENOTFOUND,
 			"The model `%s` does not exist: expected a base model or %sENTITY/PROJECT/NAME[:stepN].", name, ArtifactScheme)
 	}
@@ -67,4 +67,11 @@ func (r ModelRef) String() string {
 		return r.Base
 	}
 	return ArtifactScheme + r.Entity + "/" + r.Project + "/" + r.Name
+}
+
+// nameSegment reports whether s can be an entity, project or model name:
+// non-empty, without the characters that separate a name's parts (':' before
+// an alias) or that names never hold.
+func nameSegment(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ":#?%\\ \t\r\n")
 }
