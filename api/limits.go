@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -41,6 +43,43 @@ func ConfigureHTTPServer(srv *http.Server) {
 	srv.ReadHeaderTimeout = readHeaderTimeout
 	srv.IdleTimeout = idleTimeout
 	srv.MaxHeaderBytes = maxHeaderBytes
+	var b burst
+	srv.ConnState = b.track
+}
+
+// burst hands memory back to the operating system when a burst of
+// connections is over. Thousands of connections leave their goroutine
+// stacks and buffers free but resident; the runtime's scavenger would return
+// them over minutes, during which the process looks (to an orchestrator that
+// scales or kills by RSS) as big as at its peak.
+type burst struct {
+	mu       sync.Mutex
+	open     int
+	peak     int
+	released time.Time
+}
+
+// burstConns is the peak that counts as a burst; trims are at least
+// burstTrimEvery apart.
+const (
+	burstConns     = 256
+	burstTrimEvery = 10 * time.Second
+)
+
+func (b *burst) track(_ net.Conn, state http.ConnState) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		b.open++
+		b.peak = max(b.peak, b.open)
+	case http.StateClosed, http.StateHijacked:
+		b.open--
+		if b.peak >= burstConns && b.open <= b.peak/20 && time.Since(b.released) >= burstTrimEvery {
+			b.peak, b.released = b.open, time.Now()
+			go debug.FreeOSMemory()
+		}
+	}
 }
 
 // inflight counts each account's requests in flight.

@@ -105,7 +105,7 @@ func startServe(t *testing.T) served {
 	return s
 }
 
-func call(t *testing.T, method, url, key, body string) (int, map[string]any) {
+func call(t testing.TB, method, url, key, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {

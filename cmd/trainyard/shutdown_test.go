@@ -32,7 +32,7 @@ type servedProcess struct {
 
 // startServeProcess runs `trainyard serve` (this test binary, see TestMain)
 // with env added to the test's environment and waits for its banner.
-func startServeProcess(t *testing.T, env ...string) *servedProcess {
+func startServeProcess(t testing.TB, env ...string) *servedProcess {
 	t.Helper()
 	p := &servedProcess{out: &lockedBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0])
@@ -70,7 +70,7 @@ func startServeProcess(t *testing.T, env ...string) *servedProcess {
 
 // signalGroup sends sig to the whole process group, as Ctrl+C in a terminal
 // does, and waits for serve to exit.
-func (p *servedProcess) signalGroup(t *testing.T, sig syscall.Signal) {
+func (p *servedProcess) signalGroup(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
 		t.Fatal(err)
