@@ -5,6 +5,7 @@
 //	trainyard worker         the Temporal worker against the same
 //	trainyard migrate        apply the database migrations
 //	trainyard keys create    create an account (if needed) and print a new API key
+//	trainyard temporal       a Temporal server of its own, on PostgreSQL
 //	trainyard pretrain       pretrain the built-in base model
 //
 // Configuration comes from environment variables (see internal/config and
@@ -38,6 +39,7 @@ func commands() []command {
 		{"migrate", "apply the database migrations", runMigrate},
 		{"keys", "manage API keys: keys create --entity NAME", runKeys},
 		{"pretrain", "pretrain the built-in base model (engine/pretrain)", runPretrain},
+		{"temporal", "run a Temporal server on PostgreSQL (single host; trainyard's topology test)", runTemporal},
 	}
 }
 

@@ -51,7 +51,12 @@ func loadConfig(name string, args []string, mode config.Mode, extra func(*flag.F
 // worker) and builds its logger: console lines for the embedded mode of
 // `serve`, JSON for production. The caller defers syncLogger(log).
 func loadServer(name string, args []string, mode config.Mode) (config.Config, *zap.Logger, error) {
-	cfg, err := loadConfig(name, args, mode, nil)
+	return loadServerWith(name, args, mode, nil)
+}
+
+// loadServerWith is loadServer with flags of the command's own.
+func loadServerWith(name string, args []string, mode config.Mode, extra func(*flag.FlagSet)) (config.Config, *zap.Logger, error) {
+	cfg, err := loadConfig(name, args, mode, extra)
 	if err != nil {
 		return cfg, nil, err
 	}

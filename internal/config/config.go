@@ -160,6 +160,9 @@ const (
 	ModeProduction
 	// ModeDatabase is `migrate` and `keys`: only PostgreSQL is needed.
 	ModeDatabase
+	// ModeTemporal is `temporal`: a Temporal server of its own, which
+	// needs none of trainyard's infrastructure.
+	ModeTemporal
 )
 
 // Load reads the configuration from getenv (os.Getenv in main). Malformed
@@ -243,6 +246,15 @@ func (c *Config) Validate(mode Mode) error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if err := c.resolveDataDir(); err != nil {
 		errs = append(errs, err)
+	}
+	if mode == ModeTemporal {
+		if err := checkHostPort(c.Temporal.FrontendAddr); err != nil {
+			add("%s=%q: %w", EnvTemporalFrontendAddr, c.Temporal.FrontendAddr, err)
+		}
+		if c.Temporal.Namespace == "" {
+			add("%s must not be empty", EnvTemporalNamespace)
+		}
+		return errors.Join(errs...)
 	}
 	if mode != ModeDatabase {
 		if err := checkHostPort(c.HTTPAddr); err != nil {

@@ -18,8 +18,9 @@ import (
 )
 
 const (
-	clusterName = "active"
-	storeName   = "sqlite-default"
+	clusterName         = "active"
+	storeName           = "default"
+	visibilityStoreName = "visibility"
 )
 
 // serviceHosts are the gRPC addresses of the four Temporal services. Only
@@ -102,17 +103,22 @@ func prepareDatabase(sqlCfg *config.SQL, namespace string, retention *durationpb
 	return nil
 }
 
-// serverConfig is the static server configuration: one history shard, SQLite
-// for both the default and the visibility store, archival off, no metrics
-// listener, static membership on loopback.
-func serverConfig(sqlCfg *config.SQL, h serviceHosts) *config.Config {
+// serverConfig is the static server configuration: one history shard, the
+// default and visibility stores (one SQLite file for both, or two
+// PostgreSQL databases), archival off, no metrics listener, static
+// membership on loopback.
+func serverConfig(store, visibility *config.SQL, h serviceHosts) *config.Config {
 	var c config.Config
 	c.Global.Membership.MaxJoinDuration = 30 * time.Second
 	c.Global.Membership.BroadcastAddress = h.ip
 	c.Persistence.DefaultStore = storeName
 	c.Persistence.VisibilityStore = storeName
 	c.Persistence.NumHistoryShards = 1
-	c.Persistence.DataStores = map[string]config.DataStore{storeName: {SQL: sqlCfg}}
+	c.Persistence.DataStores = map[string]config.DataStore{storeName: {SQL: store}}
+	if visibility != store {
+		c.Persistence.VisibilityStore = visibilityStoreName
+		c.Persistence.DataStores[visibilityStoreName] = config.DataStore{SQL: visibility}
+	}
 	c.ClusterMetadata = &cluster.Config{
 		EnableGlobalNamespace:    false,
 		FailoverVersionIncrement: 10,

@@ -33,6 +33,9 @@ const (
 type Config struct {
 	// DataDir holds the SQLite database; it is created if missing.
 	DataDir string
+	// Postgres, when set, persists the server in PostgreSQL (the
+	// production configuration) instead of the SQLite file.
+	Postgres *Postgres
 	// FrontendAddr is the host:port of the frontend gRPC service that SDK
 	// clients dial. Port 0 picks a free port (tests).
 	FrontendAddr string

@@ -9,6 +9,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -42,14 +43,23 @@ func startTemporal(ctx context.Context, cfg Config) (*temporalServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
 	}
-	sqlCfg := sqliteConfig(databasePath(cfg.DataDir))
-	if err := prepareDatabase(sqlCfg, cfg.Namespace, durationpb.New(cfg.Retention)); err != nil {
-		return nil, fmt.Errorf("devstack: %w", err)
-	}
-	conf := serverConfig(sqlCfg, hosts)
-
 	zl, level := gatedLogger(cfg.Logger.Named("temporal"))
 	logger := log.NewZapLogger(zl)
+	var store, visibility *config.SQL
+	if pg := cfg.Postgres; pg != nil {
+		if err := pg.prepare(logger); err != nil {
+			return nil, fmt.Errorf("devstack: %w", err)
+		}
+		store, visibility = pg.sql(pg.Database), pg.sql(pg.visibilityDatabase())
+	} else {
+		store = sqliteConfig(databasePath(cfg.DataDir))
+		if err := prepareDatabase(store, cfg.Namespace, durationpb.New(cfg.Retention)); err != nil {
+			return nil, fmt.Errorf("devstack: %w", err)
+		}
+		visibility = store
+	}
+	conf := serverConfig(store, visibility, hosts)
+
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: temporal authorizer: %w", err)
@@ -75,7 +85,8 @@ func startTemporal(ctx context.Context, cfg Config) (*temporalServer, error) {
 		return nil, fmt.Errorf("devstack: start temporal server: %w", err)
 	}
 	ts := &temporalServer{server: srv, level: level}
-	if err := ts.waitReady(ctx, cfg.FrontendAddr, cfg.Namespace); err != nil {
+	register := cfg.Postgres != nil // SQLite's namespace was seeded in the file
+	if err := ts.waitReady(ctx, cfg.FrontendAddr, cfg.Namespace, register, cfg.Retention); err != nil {
 		_ = ts.close()
 		return nil, err
 	}
@@ -92,13 +103,17 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// instance visibility limit is sized for a cluster.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8192,
+		// A namespace registered through the frontend (PostgreSQL
+		// stores) is usable once every service's namespace cache has
+		// refreshed; 10 s by default.
+		dynamicconfig.NamespaceCacheRefreshInterval.Key(): time.Second,
 	}
 }
 
 // waitReady dials the frontend and polls until it reports healthy and the
 // namespace can be described: the frontend's gRPC port opens before the
 // namespace registry has loaded, and callers should not see that window.
-func (ts *temporalServer) waitReady(ctx context.Context, addr, namespace string) error {
+func (ts *temporalServer) waitReady(ctx context.Context, addr, namespace string, register bool, retention time.Duration) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
@@ -118,6 +133,17 @@ func (ts *temporalServer) waitReady(ctx context.Context, addr, namespace string)
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 		if err == nil {
 			_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+		}
+		var missing *serviceerror.NamespaceNotFound
+		if register && errors.As(err, &missing) {
+			err = ts.registerNamespace(ctx, namespace, retention)
+		}
+		if err == nil {
+			// Describe reads the store; workflow calls read the
+			// services' namespace caches, which learn of a newly
+			// registered namespace a moment later.
+			_, err = c.WorkflowService().ListOpenWorkflowExecutions(ctx,
+				&workflowservice.ListOpenWorkflowExecutionsRequest{Namespace: namespace, MaximumPageSize: 1})
 		}
 		if err == nil {
 			return nil
