@@ -49,7 +49,7 @@ test: fmt-check test-scripts
 # The fuzz targets of the request decoders, as package:target. `make fuzz`
 # runs each for FUZZTIME; `make test` runs each briefly (their seeds also
 # run in every `go test`).
-FUZZ_TARGETS := .:FuzzParseS3URL ./activities:FuzzParseArtifactURL ./activities:FuzzSFTLine \
+FUZZ_TARGETS := .:FuzzParseS3URL ./jobspec:FuzzParseArtifactURL ./activities:FuzzSFTLine \
 	./serving:FuzzParseModelRef ./api:FuzzChatRequest ./api:FuzzTrainingJobRequest
 FUZZTIME ?= 30s
 TEST_FUZZTIME ?= 3s

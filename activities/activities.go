@@ -19,6 +19,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // JobQueue finds the jobs that are not finished yet. It is implemented by
@@ -120,7 +121,7 @@ type Config struct {
 	// (with the worker's heartbeat throttle) bounds how long a cancel takes.
 	HeartbeatInterval time.Duration
 	// Data says which training_data_url forms SFT jobs may use.
-	Data DataPolicy
+	Data jobspec.DataPolicy
 	// MaxDataBytes bounds SFT training data (256 MiB).
 	MaxDataBytes int64
 	// DownloadStallTimeout fails an http(s) download attempt that receives

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // BenchmarkRecordStep measures the bookkeeping a Train activity does after
@@ -21,7 +22,7 @@ func BenchmarkRecordStep(b *testing.B) {
 
 func benchmarkRecordStep(b *testing.B, progress bool) {
 	f := newFixture(b, Config{}, nil)
-	job := f.newJob(b, f.model, trainyard.JobKindSFT, JobConfig{}, nil)
+	job := f.newJob(b, f.model, trainyard.JobKindSFT, jobspec.JobConfig{}, nil)
 	metrics := map[string]float64{"loss": 1.5, "grad_norm": 0.3, "learning_rate": 1e-4, "num_tokens": 512,
 		"num_trainable_tokens": 100, "tokens_per_second": 4000}
 	ctx := context.Background()

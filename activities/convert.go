@@ -2,19 +2,15 @@ package activities
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/jobspec"
 )
-
-// chatRoles are the message roles the chat template renders.
-var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 // engineMessage flattens an OpenAI message for the engine.
 func engineMessage(m *trainyard.Message) (engine.Message, error) {
-	if !chatRoles[m.Role] {
+	if !jobspec.KnownRole(m.Role) {
 		return engine.Message{}, fmt.Errorf("role %q is not one of system, developer, user, assistant, tool, function", m.Role)
 	}
 	out := engine.Message{Role: m.Role, Content: m.Content.Text(), Name: m.Name, ToolCallID: m.ToolCallID}
@@ -58,7 +54,7 @@ func choiceMessage(c *trainyard.Choice, stop map[int]bool) (engine.Message, erro
 	tokens := make([]int, 0, len(c.Logprobs.Content))
 	logprobs := make([]float32, 0, len(c.Logprobs.Content))
 	for _, lp := range c.Logprobs.Content {
-		id, ok := TokenID(lp.Token)
+		id, ok := jobspec.TokenID(lp.Token)
 		if !ok {
 			return out, nil // logprobs of another tokenizer: re-tokenise
 		}
@@ -70,16 +66,6 @@ func choiceMessage(c *trainyard.Choice, stop map[int]bool) (engine.Message, erro
 	}
 	out.Tokens, out.Logprobs = tokens, logprobs
 	return out, nil
-}
-
-// TokenID parses "token_id:<id>".
-func TokenID(tok string) (int, bool) {
-	s, ok := strings.CutPrefix(tok, "token_id:")
-	if !ok {
-		return 0, false
-	}
-	id, err := strconv.Atoi(s)
-	return id, err == nil && id >= 0
 }
 
 // trajectoryMessages converts messages_and_choices; only Choices are

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // TestPrepareGivesUpOnAStalledDownload: an http(s) training_data_url that
@@ -53,7 +54,7 @@ func TestPrepareGivesUpOnAStalledDownload(t *testing.T) {
 
 	f := newFixture(t, Config{DownloadStallTimeout: stall, HeartbeatInterval: 100 * time.Millisecond}, nil)
 	prepare := func(path string) (time.Duration, error) {
-		job := f.newJob(t, f.newModel(t), trainyard.JobKindSFT, JobConfig{TrainingDataURL: srv.URL + path}, nil)
+		job := f.newJob(t, f.newModel(t), trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: srv.URL + path}, nil)
 		start := time.Now()
 		err := f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindSFT}, nil)
 		return time.Since(start), err

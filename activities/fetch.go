@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // ErrFetchBusy types the retryable error of a Fetch whose account already
@@ -53,7 +54,7 @@ func (a *Activities) Fetch(ctx context.Context, in FetchInput) (*FetchResult, er
 		// learns its outcome from WaitTurn.
 		return &FetchResult{}, nil
 	}
-	if rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, DataFile); err == nil {
+	if rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, jobspec.DataFile); err == nil {
 		rc.Close()
 		return &FetchResult{AlreadyStored: true}, nil
 	} else if !isCode(err, trainyard.ENOTFOUND) {
@@ -63,7 +64,7 @@ func (a *Activities) Fetch(ctx context.Context, in FetchInput) (*FetchResult, er
 	if err != nil {
 		return nil, classify(err, "load the job's model")
 	}
-	var cfg JobConfig
+	var cfg jobspec.JobConfig
 	if err := json.Unmarshal(job.Config, &cfg); err != nil {
 		return nil, invalidf("the job's stored configuration is not valid JSON: %v", err)
 	}
@@ -92,7 +93,7 @@ var errDownloadDeadline = errors.New("download deadline")
 // temporary file, reporting the bytes read on ka (may be nil), and returns
 // the size stored.
 func (a *Activities) copyIn(ctx context.Context, job *trainyard.Job, model *trainyard.Model, rawURL string, ka *keepAlive) (int64, error) {
-	if err := CheckDataURL(rawURL, a.cfg.Data); err != nil {
+	if err := jobspec.CheckDataURL(rawURL, a.cfg.Data); err != nil {
 		return 0, invalidf("training_data_url: %v", err)
 	}
 	dctx, cancel := context.WithTimeoutCause(ctx, a.cfg.DownloadTimeout, errDownloadDeadline)
@@ -117,7 +118,7 @@ func (a *Activities) copyIn(ctx context.Context, job *trainyard.Job, model *trai
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("spool the training data: %w", err)
 	}
-	if err := a.d.Blobs.PutJobInput(ctx, job.ID, DataFile, f, n); err != nil {
+	if err := a.d.Blobs.PutJobInput(ctx, job.ID, jobspec.DataFile, f, n); err != nil {
 		return 0, classify(err, "store a copy of the training data")
 	}
 	return n, nil

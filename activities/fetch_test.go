@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // dripServer serves /data whole, /big as twice the data and /drip one byte
@@ -53,7 +54,7 @@ func TestFetchStoresTheDataForPrepare(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f := newFixture(t, Config{}, nil)
-	job := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: srv.URL + "/data"}, nil)
+	job := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: srv.URL + "/data"}, nil)
 
 	var res FetchResult
 	must(t, f.run(t, f.acts.Fetch, FetchInput{JobID: job.ID}, &res))
@@ -70,7 +71,7 @@ func TestFetchStoresTheDataForPrepare(t *testing.T) {
 		t.Fatalf("%d downloads, prepared %+v", downloads, prep)
 	}
 	// An RL job has nothing to fetch.
-	rl := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, []byte(`{}`))
+	rl := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, []byte(`{}`))
 	must(t, f.run(t, f.acts.Fetch, FetchInput{JobID: rl.ID}, &res))
 }
 
@@ -81,7 +82,7 @@ func TestFetchHasATotalDeadline(t *testing.T) {
 	t.Parallel()
 	srv := dripServer(t, nil)
 	f := newFixture(t, Config{DownloadTimeout: 400 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond}, nil)
-	job := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: srv.URL + "/drip"}, nil)
+	job := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: srv.URL + "/drip"}, nil)
 	start := time.Now()
 	err := f.run(t, f.acts.Fetch, FetchInput{JobID: job.ID}, nil)
 	var appErr *temporal.ApplicationError
@@ -109,7 +110,7 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 	if !ok {
 		t.Fatal("the first download slot was refused")
 	}
-	second := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: srv.URL + "/data"}, nil)
+	second := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: srv.URL + "/data"}, nil)
 	err := f.run(t, f.acts.Fetch, FetchInput{JobID: second.ID}, nil)
 	var appErr *temporal.ApplicationError
 	if !errorsAs(err, &appErr) || appErr.Type() != ErrFetchBusy || appErr.NonRetryable() || appErr.NextRetryDelay() <= 0 {
@@ -120,7 +121,7 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 	must(t, err)
 	m := &trainyard.Model{AccountID: other.ID, Entity: other.Entity, Project: "p", Name: "m", BaseModel: testBaseName}
 	must(t, f.db.CreateModel(context.Background(), m))
-	cfg, _ := json.Marshal(JobConfig{TrainingDataURL: srv.URL + "/data"})
+	cfg, _ := json.Marshal(jobspec.JobConfig{TrainingDataURL: srv.URL + "/data"})
 	job, _, err := f.db.CreateJob(context.Background(), &trainyard.Job{ID: uuid.Must(uuid.NewV7()).String(),
 		AccountID: other.ID, ModelID: m.ID, Kind: trainyard.JobKindSFT, Config: cfg})
 	must(t, err)
@@ -129,7 +130,7 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 	if res.Bytes != int64(len(data)) {
 		t.Fatalf("other account's fetch = %+v", res)
 	}
-	rc, err := f.blobs.GetJobInput(context.Background(), job.ID, DataFile)
+	rc, err := f.blobs.GetJobInput(context.Background(), job.ID, jobspec.DataFile)
 	must(t, err)
 	got, _ := io.ReadAll(rc)
 	rc.Close()
@@ -138,7 +139,7 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 	}
 	release()
 
-	big := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: srv.URL + "/big"}, nil)
+	big := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: srv.URL + "/big"}, nil)
 	err = f.run(t, f.acts.Fetch, FetchInput{JobID: big.ID}, nil)
 	if !errorsAs(err, &appErr) || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), "larger than the limit") {
 		t.Fatalf("data past the limit: err = %v", err)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 func TestAddressPolicy(t *testing.T) {
@@ -87,7 +88,7 @@ func TestFetchRefusedAtDialTime(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	f.acts.d.HTTP = NewFetchClient(policy)
 	fetch := func(url string) error {
-		job := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: url}, nil)
+		job := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: url}, nil)
 		return f.run(t, f.acts.Fetch, FetchInput{JobID: job.ID}, nil)
 	}
 	if err := fetch(outer.URL + "/data"); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/internal/testutil/pgtest"
 	"github.com/trainyard/trainyard/internal/testutil/s3test"
+	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/storage/postgres"
 	"github.com/trainyard/trainyard/storage/s3"
 )
@@ -93,12 +94,12 @@ func (f *fixture) newModel(t testing.TB) *trainyard.Model {
 }
 
 // newJob stores input (when given) and creates a QUEUED job on model.
-func (f *fixture) newJob(t testing.TB, model *trainyard.Model, kind trainyard.JobKind, cfg JobConfig, input []byte) *trainyard.Job {
+func (f *fixture) newJob(t testing.TB, model *trainyard.Model, kind trainyard.JobKind, cfg jobspec.JobConfig, input []byte) *trainyard.Job {
 	t.Helper()
 	ctx := context.Background()
 	id := uuid.Must(uuid.NewV7()).String()
 	if input != nil {
-		if err := f.blobs.PutJobInput(ctx, id, InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
+		if err := f.blobs.PutJobInput(ctx, id, jobspec.InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // fakeWorkflows stands in for Temporal's view of other jobs' workflows.
@@ -64,9 +65,9 @@ func TestWaitTurnServesJobsInCreationOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{PollInterval: 20 * time.Millisecond}, &fakeWorkflows{states: map[string]WorkflowState{}})
 	f.seedCheckpoint(t, f.model)
-	first := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, nil)
-	second := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, nil)
-	other := f.newJob(t, f.newModel(t), trainyard.JobKindRL, JobConfig{}, nil)
+	first := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, nil)
+	second := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, nil)
+	other := f.newJob(t, f.newModel(t), trainyard.JobKindRL, jobspec.JobConfig{}, nil)
 
 	// A job on another model does not wait.
 	var r WaitTurnResult
@@ -103,14 +104,14 @@ func TestWaitTurnFinalisesAJobWhoseWorkflowWasTerminated(t *testing.T) {
 	t.Parallel()
 	wf := &fakeWorkflows{states: map[string]WorkflowState{}}
 	f := newFixture(t, Config{PollInterval: 20 * time.Millisecond}, wf)
-	stuck := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, nil)
+	stuck := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, nil)
 	ctx := context.Background()
 	running := trainyard.JobRunning
 	must(t, f.db.UpdateJob(ctx, stuck.ID, trainyard.JobUpdate{Status: &running}))
 	_, err := f.db.AppendEvent(ctx, &trainyard.Event{JobID: stuck.ID, Seq: 1, Type: trainyard.EventTrainingStarted})
 	must(t, err)
 	wf.states[stuck.ID] = WorkflowState{Exists: true, Status: "Terminated"}
-	next := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, nil)
+	next := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, nil)
 
 	var r WaitTurnResult
 	must(t, f.run(t, f.acts.WaitTurn, WaitTurnInput{JobID: next.ID}, &r))
@@ -130,9 +131,9 @@ func TestWaitTurnStartsAnOlderJobThatHasNoWorkflow(t *testing.T) {
 	t.Parallel()
 	wf := &fakeWorkflows{states: map[string]WorkflowState{}}
 	f := newFixture(t, Config{PollInterval: 20 * time.Millisecond, StartGrace: time.Nanosecond}, wf)
-	orphan := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{}, nil)
+	orphan := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{}, nil)
 	wf.states[orphan.ID] = WorkflowState{}
-	next := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, nil)
+	next := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, nil)
 
 	ch := f.waitTurnAsync(t, next.ID)
 	deadline := time.Now().Add(5 * time.Second)
@@ -162,7 +163,7 @@ func TestFinaliseIsIdempotent(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{}, nil)
 	ctx := context.Background()
-	job := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, nil)
+	job := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, nil)
 	for _, seq := range []int{1, 2} {
 		typ := trainyard.EventGradientStep
 		if seq == 1 {

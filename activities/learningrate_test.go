@@ -10,6 +10,7 @@ import (
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/engine/zoo"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 func TestDefaultLearningRateComesFromTheBaseModel(t *testing.T) {
@@ -50,14 +51,14 @@ func TestPreparedLearningRates(t *testing.T) {
 	dataURL := f.putArtifact(t, "lr", sftData(2))
 	for _, c := range []struct {
 		kind trainyard.JobKind
-		cfg  JobConfig
+		cfg  jobspec.JobConfig
 		want float64
 	}{
-		{trainyard.JobKindRL, JobConfig{}, 1e-3},
-		{trainyard.JobKindRL, JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": null}`)}, 1e-3},
-		{trainyard.JobKindRL, JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-6}`)}, 5e-6},
-		{trainyard.JobKindSFT, JobConfig{TrainingDataURL: dataURL}, 3e-3},
-		{trainyard.JobKindSFT, JobConfig{TrainingDataURL: dataURL, Config: json.RawMessage(`{"learning_rate": 1e-4}`)}, 1e-4},
+		{trainyard.JobKindRL, jobspec.JobConfig{}, 1e-3},
+		{trainyard.JobKindRL, jobspec.JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": null}`)}, 1e-3},
+		{trainyard.JobKindRL, jobspec.JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-6}`)}, 5e-6},
+		{trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: dataURL}, 3e-3},
+		{trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: dataURL, Config: json.RawMessage(`{"learning_rate": 1e-4}`)}, 1e-4},
 	} {
 		var input []byte
 		if c.kind == trainyard.JobKindRL {

@@ -12,14 +12,9 @@ import (
 	"github.com/trainyard/trainyard/engine"
 )
 
-// Names of the documents stored with a job (BlobStore.PutJobInput).
+// Names of the working documents stored with a job (BlobStore.PutJobInput),
+// besides its inputs (jobspec.InputFile, jobspec.DataFile).
 const (
-	// InputFile is the job's request body as received: for RL it holds the
-	// trajectory groups. The API stores it before it creates the job.
-	InputFile = "input.json"
-	// DataFile is the SFT training data, copied from training_data_url on
-	// first use so retries and resets train on the same bytes.
-	DataFile = "data.jsonl"
 	// planFile is the tokenised, batched work that Prepare produces.
 	planFile = "plan.gob"
 )

@@ -11,18 +11,8 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/jobspec"
 )
-
-// JobConfig is what a job row's Config holds: the request's configuration
-// as received. The API writes it; Prepare reads it.
-type JobConfig struct {
-	// TrainingDataURL is the SFT training_data_url.
-	TrainingDataURL string `json:"training_data_url,omitempty"`
-	// Config is the SFT config object (or null).
-	Config json.RawMessage `json:"config,omitempty"`
-	// ExperimentalConfig is experimental_config (or null).
-	ExperimentalConfig json.RawMessage `json:"experimental_config,omitempty"`
-}
 
 // Prepare loads the job's input, validates and tokenises it into a plan of
 // gradient steps stored with the job, then marks the job RUNNING and
@@ -48,7 +38,7 @@ func (a *Activities) Prepare(ctx context.Context, in PrepareInput) (*PrepareResu
 	if err != nil {
 		return nil, err
 	}
-	var cfg JobConfig
+	var cfg jobspec.JobConfig
 	if len(job.Config) > 0 {
 		if err := json.Unmarshal(job.Config, &cfg); err != nil {
 			return nil, invalidf("the job's stored configuration is not valid JSON: %v", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // rlInput is the part of the stored RL request that training reads.
@@ -19,12 +20,12 @@ type rlInput struct {
 
 // prepareRL reads the job's trajectory groups and plans one gradient step
 // from them (buildRLPlan).
-func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobConfig, base *engine.Base) (*plan, int, error) {
-	settings, errs := ParseRLConfig(cfg.ExperimentalConfig)
+func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg jobspec.JobConfig, base *engine.Base) (*plan, int, error) {
+	settings, errs := jobspec.ParseRLConfig(cfg.ExperimentalConfig)
 	if len(errs) > 0 {
 		return nil, 0, invalidf("experimental_config: %s", describe(errs))
 	}
-	rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, InputFile)
+	rc, err := a.d.Blobs.GetJobInput(ctx, job.ID, jobspec.InputFile)
 	if err != nil {
 		return nil, 0, classify(err, "open the job's trajectory groups")
 	}
@@ -44,7 +45,7 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg JobC
 // will run (settings, rewards, rendering, context length), so the API
 // accepts exactly the jobs that train. The error is written for the user.
 func CheckRLJob(base *engine.Base, groups []trainyard.TrajectoryGroup, experimental json.RawMessage) error {
-	settings, errs := ParseRLConfig(experimental)
+	settings, errs := jobspec.ParseRLConfig(experimental)
 	if len(errs) > 0 {
 		return fmt.Errorf("experimental_config: %s", describe(errs))
 	}
@@ -58,7 +59,7 @@ func CheckRLJob(base *engine.Base, groups []trainyard.TrajectoryGroup, experimen
 // whose advantage is zero (groups whose rewards are all equal) carry no
 // signal and are left out, unless a KL penalty gives every sequence a
 // gradient. Errors are the user's, in plain words.
-func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings RLSettings) (*plan, int, error) {
+func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings jobspec.RLSettings) (*plan, int, error) {
 	if len(groups) == 0 {
 		return nil, 0, fmt.Errorf("trajectory_groups is empty: there is nothing to train on")
 	}
@@ -139,7 +140,7 @@ func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings
 	}
 	// The multipliers depend on the data; whatever they make of the rate,
 	// it stays in the range a client may ask for directly.
-	lr = min(lr, MaxLearningRate)
+	lr = min(lr, jobspec.MaxLearningRate)
 	batch := make([]int, len(p.Samples))
 	for i := range batch {
 		batch[i] = i
@@ -179,8 +180,11 @@ func render(base *engine.Base, msgs []engine.Message, tools []engine.Tool) (engi
 	return seq, nil
 }
 
+// finite reports whether f is neither NaN nor infinite.
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
 // describe joins field errors into one message.
-func describe(errs []FieldError) string {
+func describe(errs []jobspec.FieldError) string {
 	parts := make([]string, len(errs))
 	for i, e := range errs {
 		loc := make([]string, len(e.Loc))

@@ -10,6 +10,7 @@ import (
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/internal/testutil/enginetest"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // sampledGroups samples groups of completions from the base model and
@@ -77,7 +78,7 @@ func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{}, nil)
 	input, trainable := sampledGroups(t, 3, 4)
-	cfg := JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-3, "loss_fn": "cispo"}`)}
+	cfg := jobspec.JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-3, "loss_fn": "cispo"}`)}
 
 	runJob := func(wantBase int) (*trainyard.Job, TrainResult) {
 		job := f.newJob(t, f.model, trainyard.JobKindRL, cfg, input)
@@ -153,7 +154,7 @@ func TestPrepareRLRejectsUnusableInput(t *testing.T) {
 		hugeRewards(1e308, 1e308):  "too large to average",
 	}
 	for input, want := range cases {
-		job := f.newJob(t, f.model, trainyard.JobKindRL, JobConfig{}, []byte(input))
+		job := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, []byte(input))
 		err := f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL}, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want %q", err, want)

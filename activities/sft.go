@@ -4,27 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
-	"strings"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/jobspec"
 )
-
-// sftLine is one line of SFT training data.
-type sftLine struct {
-	Messages []trainyard.Message `json:"messages"`
-	Tools    []trainyard.Tool    `json:"tools"`
-}
 
 // prepareSFT reads the JSONL training data, renders every conversation with
 // loss on its assistant turns (all, or the last one), and lays out
 // epochs × batches, one gradient step per batch.
-func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *trainyard.Model, cfg JobConfig, base *engine.Base) (*plan, int, error) {
-	settings, errs := ParseSFTConfig(cfg.Config, cfg.ExperimentalConfig)
+func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *trainyard.Model, cfg jobspec.JobConfig, base *engine.Base) (*plan, int, error) {
+	settings, errs := jobspec.ParseSFTConfig(cfg.Config, cfg.ExperimentalConfig)
 	if len(errs) > 0 {
 		return nil, 0, invalidf("%s", describe(errs))
 	}
@@ -39,7 +31,7 @@ func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *
 	n := len(seqs)
 	bs := settings.BatchSize
 	if bs == 0 {
-		bs = AutoBatchSize(n)
+		bs = jobspec.AutoBatchSize(n)
 	}
 	bs = min(bs, n)
 	perEpoch := (n + bs - 1) / bs
@@ -47,7 +39,7 @@ func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *
 	if settings.LearningRates == nil {
 		settings.LearningRates = []float64{defaultLearningRate(base, trainyard.JobKindSFT)}
 	}
-	rates, err := settings.stepLearningRates(total)
+	rates, err := settings.StepLearningRates(total)
 	if err != nil {
 		return nil, 0, invalidf("%v", err)
 	}
@@ -72,7 +64,8 @@ func (a *Activities) prepareSFT(ctx context.Context, job *trainyard.Job, model *
 }
 
 // parseSFTData parses JSONL conversations. Blank lines are skipped; any
-// other line must pass ParseSFTLine and render within the model's context.
+// other line must pass jobspec.ParseSFTLine and render within the model's
+// context.
 func parseSFTData(data []byte, base *engine.Base, lastOnly bool) ([]engine.Sequence, error) {
 	var seqs []engine.Sequence
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -82,7 +75,7 @@ func parseSFTData(data []byte, base *engine.Base, lastOnly bool) ([]engine.Seque
 		if len(line) == 0 {
 			continue
 		}
-		msgs, tools, err := ParseSFTLine(line, lastOnly)
+		msgs, tools, err := sftMessages(line, lastOnly)
 		if err != nil {
 			return nil, invalidf("training data line %d%v", lineNo, err)
 		}
@@ -101,20 +94,12 @@ func parseSFTData(data []byte, base *engine.Base, lastOnly bool) ([]engine.Seque
 	return seqs, nil
 }
 
-// ParseSFTLine checks one line of SFT data in everything that does not
-// depend on the model ({"messages": [...], "tools": [...]?}, known roles, an
-// assistant message to train on, tool-call arguments that are JSON objects)
-// and converts it; lastOnly trains on the last assistant turn only. The
-// upload route checks lines with it, so an upload holds nothing Prepare
-// would refuse but a conversation too long for a model. The error reads
-// after "line N".
-func ParseSFTLine(line []byte, lastOnly bool) ([]engine.Message, []engine.Tool, error) {
-	var l sftLine
-	if err := json.Unmarshal(line, &l); err != nil {
-		return nil, nil, fmt.Errorf(" is not a JSON object with \"messages\": %v", err)
-	}
-	if len(l.Messages) == 0 {
-		return nil, nil, fmt.Errorf(" has no messages")
+// sftMessages converts one checked line (jobspec.ParseSFTLine) for the
+// engine; lastOnly trains on the last assistant turn only.
+func sftMessages(line []byte, lastOnly bool) ([]engine.Message, []engine.Tool, error) {
+	l, err := jobspec.ParseSFTLine(line)
+	if err != nil {
+		return nil, nil, err
 	}
 	msgs := make([]engine.Message, len(l.Messages))
 	last := -1
@@ -123,41 +108,12 @@ func ParseSFTLine(line []byte, lastOnly bool) ([]engine.Message, []engine.Tool, 
 		if err != nil {
 			return nil, nil, fmt.Errorf(", messages[%d]: %v", i, err)
 		}
-		for _, c := range m.ToolCalls {
-			if !isJSONObject(c.Arguments) {
-				return nil, nil, fmt.Errorf(", messages[%d]: tool call %q: arguments must be a JSON object encoded as a string", i, c.Name)
-			}
-		}
 		if m.Role == "assistant" {
 			last = i
 			m.Trainable = !lastOnly
 		}
 		msgs[i] = m
 	}
-	if last < 0 {
-		return nil, nil, fmt.Errorf(" has no assistant message to train on")
-	}
-	for i, t := range l.Tools {
-		if t.Type != "function" || !toolName.MatchString(t.Function.Name) {
-			return nil, nil, fmt.Errorf(", tools[%d]: a tool must be {\"type\": \"function\", \"function\": {\"name\": ...}} "+
-				"with a name of 1 to 64 letters, digits, '_' or '-'", i)
-		}
-	}
 	msgs[last].Trainable = true
 	return msgs, engineTools(l.Tools), nil
-}
-
-// toolName is OpenAI's rule for function names, which chat requests follow
-// too.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
-// isJSONObject reports whether s is a JSON object (blank counts as {}, as
-// the chat template treats it).
-func isJSONObject(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return true
-	}
-	var v map[string]json.RawMessage
-	return json.Unmarshal([]byte(s), &v) == nil && v != nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/internal/testutil/enginetest"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // sftData is JSONL of n short conversations.
@@ -33,17 +34,17 @@ func sftData(n int) []byte {
 // putURLData stores data as an uploaded artifact and returns its URL.
 func (f *fixture) putArtifact(t *testing.T, name string, data []byte) string {
 	t.Helper()
-	if err := f.blobs.PutFile(context.Background(), f.acct.ID, ArtifactFileName("p", name), bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := f.blobs.PutFile(context.Background(), f.acct.ID, jobspec.ArtifactFileName("p", name), bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	return ArtifactURL(f.acct.Entity, "p", name)
+	return jobspec.ArtifactURL(f.acct.Entity, "p", name)
 }
 
 func TestSFTJobTrainsAndRecordsCheckpoint(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{ChunkDuration: 1}, nil) // one step per Train activity
 	data := sftData(8)
-	cfg := JobConfig{
+	cfg := jobspec.JobConfig{
 		TrainingDataURL:    f.putArtifact(t, "numbers", data),
 		Config:             json.RawMessage(`{"batch_size": 4, "learning_rate": 2e-3}`),
 		ExperimentalConfig: json.RawMessage(`{"num_epochs": 3}`),
@@ -121,8 +122,8 @@ func TestTrainResumesExactlyFromStoredState(t *testing.T) {
 	// other is interrupted after every step and resumed from its heartbeat.
 	f := newFixture(t, Config{SaveInterval: 1}, nil)
 	data := sftData(6)
-	cfg := func(name string) JobConfig {
-		return JobConfig{TrainingDataURL: f.putArtifact(t, name, data), Config: json.RawMessage(`{"batch_size": 2, "learning_rate": 1e-3}`)}
+	cfg := func(name string) jobspec.JobConfig {
+		return jobspec.JobConfig{TrainingDataURL: f.putArtifact(t, name, data), Config: json.RawMessage(`{"batch_size": 2, "learning_rate": 1e-3}`)}
 	}
 	whole, pieces := f.model, f.newModel(t)
 	// Both models start from the same checkpoint 1 (a fresh adapter is
@@ -188,7 +189,7 @@ func TestPrepareRejectsBadTrainingData(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := JobConfig{TrainingDataURL: f.putArtifact(t, strings.ReplaceAll(name, " ", "-"), c.data)}
+			cfg := jobspec.JobConfig{TrainingDataURL: f.putArtifact(t, strings.ReplaceAll(name, " ", "-"), c.data)}
 			if name == "lr list wrong" {
 				cfg.Config = json.RawMessage(`{"batch_size": 1, "learning_rate": [1e-4, 2e-4]}`)
 			}
@@ -210,17 +211,17 @@ func TestPrepareReadsArtifactsOfItsOwnEntityOnly(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	f.putArtifact(t, "data", sftData(2))
 	for _, url := range []string{
-		ArtifactURL("someone-else", "p", "data"),
+		jobspec.ArtifactURL("someone-else", "p", "data"),
 		"wandb-artifact:///" + f.acct.Entity + "/p/data:v7",
 		"wandb-artifact:///" + f.acct.Entity + "/p/missing",
 	} {
-		job := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: url}, nil)
+		job := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: url}, nil)
 		err := f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindSFT}, nil)
 		if err == nil || !matchesAny(err.Error(), "was not uploaded to this server|has no version v7") {
 			t.Fatalf("%s: err = %v", url, err)
 		}
 	}
-	job := f.newJob(t, f.model, trainyard.JobKindSFT, JobConfig{TrainingDataURL: "wandb-artifact:///" + f.acct.Entity + "/p/data:latest"}, nil)
+	job := f.newJob(t, f.model, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: "wandb-artifact:///" + f.acct.Entity + "/p/data:latest"}, nil)
 	must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindSFT}, nil))
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -40,7 +41,7 @@ type JobWorkflows interface {
 type JobsConfig struct {
 	// Data says which training_data_url forms are accepted: file:// only
 	// in development, s3:// only from the buckets on its list.
-	Data workflows.DataPolicy
+	Data jobspec.DataPolicy
 	// TemporalTimeout bounds the live look at a job's workflow when it is
 	// read; past it the answer comes from PostgreSQL alone. Default 2s.
 	TemporalTimeout time.Duration
@@ -80,7 +81,7 @@ func (s *Server) createTrainingJob(c *gin.Context) {
 		s.writeError(c, fmt.Errorf("encode the job's input: %w", err))
 		return
 	}
-	s.submitJob(c, r, trainyard.JobKindRL, workflows.JobConfig{ExperimentalConfig: experimental}, input,
+	s.submitJob(c, r, trainyard.JobKindRL, jobspec.JobConfig{ExperimentalConfig: experimental}, input,
 		func(ctx context.Context, m *trainyard.Model) error { return s.checkRLJob(ctx, groups, experimental, m) })
 }
 
@@ -101,12 +102,12 @@ func (s *Server) createSFTTrainingJob(c *gin.Context) {
 	urlNode := r.body.Field("training_data_url")
 	dataURL, ok := urlNode.String(validate.MinLen(1), validate.MaxLen(4096))
 	if ok {
-		if err := workflows.CheckDataURL(dataURL, s.cfg.Jobs.Data); err != nil {
+		if err := jobspec.CheckDataURL(dataURL, s.cfg.Jobs.Data); err != nil {
 			urlNode.Invalid(err.Error())
 		}
 	}
 	config, experimental := sftConfigs(r.body.Field("config"), r.body.Field("experimental_config"))
-	s.submitJob(c, r, trainyard.JobKindSFT, workflows.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental},
+	s.submitJob(c, r, trainyard.JobKindSFT, jobspec.JobConfig{TrainingDataURL: dataURL, Config: config, ExperimentalConfig: experimental},
 		r.body.Raw(), func(ctx context.Context, m *trainyard.Model) error { return s.checkArtifact(ctx, dataURL, m) })
 }
 
@@ -142,7 +143,7 @@ func (s *Server) readJobRequest(c *gin.Context) (r *jobRequest, ok bool) {
 // row always has its input. When Temporal is down the job stays QUEUED and
 // is still accepted: the worker's reconciler (or a retried POST with the
 // same Idempotency-Key) starts it later.
-func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind, cfg workflows.JobConfig, input []byte,
+func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind, cfg jobspec.JobConfig, input []byte,
 	check func(context.Context, *trainyard.Model) error) {
 	if err := r.errs.Err(); err != nil {
 		s.writeError(c, err)
@@ -166,7 +167,7 @@ func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind
 		return
 	}
 	jobID := id.String()
-	if err := s.deps.Blobs.PutJobInput(ctx, jobID, workflows.InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
+	if err := s.deps.Blobs.PutJobInput(ctx, jobID, jobspec.InputFile, bytes.NewReader(input), int64(len(input))); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -228,7 +229,7 @@ func idempotencyKey(c *gin.Context, errs *validate.Errors) *string {
 // names data its model's account uploaded, so the job cannot be accepted
 // only to fail in preparation. Other URL forms pass.
 func (s *Server) checkArtifact(ctx context.Context, url string, model *trainyard.Model) error {
-	ref, err := workflows.ParseArtifactURL(url)
+	ref, err := jobspec.ParseArtifactURL(url)
 	if err != nil {
 		return nil
 	}
@@ -240,7 +241,7 @@ func (s *Server) checkArtifact(ctx context.Context, url string, model *trainyard
 	case s.deps.Files == nil:
 		n.Invalid("this server does not store artifacts; use an s3:// or http(s):// URL")
 	default:
-		ok, err := s.deps.Files.HasFile(ctx, model.AccountID, workflows.ArtifactFileName(ref.Project, ref.Name))
+		ok, err := s.deps.Files.HasFile(ctx, model.AccountID, jobspec.ArtifactFileName(ref.Project, ref.Name))
 		if err != nil {
 			return err
 		}
@@ -292,7 +293,7 @@ func checkTokenIDs(errs *validate.Errors, items []trainyard.MessageOrChoice, voc
 			continue
 		}
 		for li, lp := range it.Choice.Logprobs.Content {
-			if id, ok := workflows.TokenID(lp.Token); ok && id >= vocab {
+			if id, ok := jobspec.TokenID(lp.Token); ok && id >= vocab {
 				at := append(append([]any{}, loc...), mi, "logprobs", "content", li, "token")
 				errs.At(lp.Token, at...).Invalid(fmt.Sprintf("token id %d is outside the vocabulary of %s (%d tokens)", id, baseModel, vocab))
 			}

@@ -4,55 +4,45 @@ import (
 	"encoding/json"
 
 	"github.com/trainyard/trainyard/api/validate"
-	"github.com/trainyard/trainyard/workflows"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // The configuration objects of job requests are checked in two passes: the
 // types of the known fields here (FastAPI-shaped errors, strict, because the
 // worker decodes them into Go types without coercion), then the values by
-// the workflows' rules, which reject what trainyard cannot train with.
+// the parser training uses (jobspec), which rejects what trainyard cannot
+// train with.
 // Unknown keys are accepted, as clients send options newer than the
 // server.
 
-// Types of the RL experimental_config fields.
-var (
-	rlFloatFields = []string{"advantage_balance", "epsilon", "epsilon_high", "kimi_k2_tau", "learning_rate",
-		"max_negative_advantage_importance_sampling_weight", "kl_penalty_coef",
-		"num_trajectories_learning_rate_multiplier_power", "truncated_importance_sampling"}
-	rlBoolFields = []string{"mask_prob_ratio", "ppo", "precalculate_logprobs", "scale_rewards", "normalize_advantages",
-		"allow_training_without_logprobs", "scale_learning_rate_by_reward_std_dev", "plot_tensors"}
-	rlIntFields  = []string{"logprob_calculation_chunk_size", "packed_sequence_length", "kl_penalty_reference_step", "kl_penalty_step_lag"}
-	rlEnumFields = map[string][]string{
-		"importance_sampling_level": {"token", "sequence", "average", "geometric_average"},
-		"loss_fn":                   {"cispo", "ppo"},
-		"kl_penalty_source":         {"current_learner", "sample"},
-	}
-)
-
 // rlExperimentalConfig validates an RL experimental_config and returns its
-// raw JSON (nil when absent or null).
+// raw JSON (nil when absent or null). The types come from the parser's own
+// schema (jobspec.RLFields), so the two cannot disagree.
 func rlExperimentalConfig(n validate.Node) json.RawMessage {
 	obj, ok := n.Optional().Nullable().Dict()
 	if !ok {
 		return nil
 	}
 	before := n.Errors().Len()
-	for _, f := range rlFloatFields {
-		obj.Field(f).Optional().Nullable().Strict().Float()
+	for _, f := range jobspec.RLFields() {
+		field := obj.Field(f.Name).Optional().Nullable()
+		switch f.Kind {
+		case jobspec.KindFloat:
+			field.Strict().Float()
+		case jobspec.KindInt:
+			field.Strict().Int()
+		case jobspec.KindBool:
+			field.Strict().Bool()
+		case jobspec.KindString:
+			field.String()
+		case jobspec.KindEnum:
+			field.Enum(f.Values...)
+		}
 	}
-	for _, f := range rlBoolFields {
-		obj.Field(f).Optional().Nullable().Strict().Bool()
-	}
-	for _, f := range rlIntFields {
-		obj.Field(f).Optional().Nullable().Strict().Int()
-	}
-	for _, f := range []string{"importance_sampling_level", "loss_fn", "kl_penalty_source"} {
-		obj.Field(f).Optional().Nullable().Enum(rlEnumFields[f]...)
-	}
-	obj.Field("kl_ref_adapter_path").Optional().Nullable().String()
 	raw := json.RawMessage(obj.Raw())
 	if n.Errors().Len() == before {
-		addFieldErrors(n.Errors(), workflows.CheckRLConfig(raw))
+		_, errs := jobspec.ParseRLConfig(raw)
+		addFieldErrors(n.Errors(), errs)
 	}
 	return raw
 }
@@ -88,14 +78,15 @@ func sftConfigs(configNode, experimentalNode validate.Node) (config, experimenta
 		experimental = obj.Raw()
 	}
 	if errs.Len() == before {
-		addFieldErrors(errs, workflows.CheckSFTConfig(config, experimental))
+		_, fes := jobspec.ParseSFTConfig(config, experimental)
+		addFieldErrors(errs, fes)
 	}
 	return config, experimental
 }
 
 // addFieldErrors records the value problems found by the workflows' rules,
 // under "body", as pydantic value errors.
-func addFieldErrors(errs *validate.Errors, fes []workflows.FieldError) {
+func addFieldErrors(errs *validate.Errors, fes []jobspec.FieldError) {
 	for _, fe := range fes {
 		loc := append([]any{"body"}, fe.Loc...)
 		errs.At(fe.Input, loc...).Invalid(fe.Msg)

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard/api/validate"
-	"github.com/trainyard/trainyard/workflows"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // FileStore holds files that accounts upload (SFT training data); the S3
@@ -62,8 +62,8 @@ func (s *Server) uploadFile(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	key := workflows.ArtifactFileName(project, name)
-	url := workflows.ArtifactURL(acct.Entity, project, name)
+	key := jobspec.ArtifactFileName(project, name)
+	url := jobspec.ArtifactURL(acct.Entity, project, name)
 	switch exists, err := s.deps.Files.HasFile(ctx, acct.ID, key); {
 	case err != nil:
 		s.writeError(c, err)
@@ -82,7 +82,7 @@ func (s *Server) uploadFile(c *gin.Context) {
 }
 
 // checkJSONL checks that data holds at least one conversation and that every
-// non-blank line is one training can use (workflows.CheckSFTLine: shape,
+// non-blank line is one training can use (jobspec.ParseSFTLine: shape,
 // roles, an assistant turn, tool-call arguments), recording problems at
 // ["body", line number]. Only the context length, which depends on the
 // model, is left for the job that trains on the data.
@@ -96,7 +96,7 @@ func checkJSONL(data []byte, errs *validate.Errors) int {
 			continue
 		}
 		n++
-		if err := workflows.CheckSFTLine(line); err != nil {
+		if err := checkLine(line); err != nil {
 			errs.At(nil, "body", lineNo).Invalid(fmt.Sprintf("line %d%v", lineNo, err))
 		}
 	}
@@ -104,4 +104,10 @@ func checkJSONL(data []byte, errs *validate.Errors) int {
 		errs.At(nil, "body").Invalid("the file has no conversations")
 	}
 	return n
+}
+
+// checkLine checks one line of an upload as training will read it.
+func checkLine(line []byte) error {
+	_, err := jobspec.ParseSFTLine(line)
+	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -90,7 +91,7 @@ func newJobResponse(j *trainyard.Job, l live) jobResponse {
 	if ra := l.retrying; ra != nil && !j.Status.Terminal() {
 		r.LastError = &lastErrorResponse{Message: ra.LastError, Activity: ra.Activity, Attempt: ra.Attempt, NextAttemptAt: ra.NextAttemptAt}
 	}
-	var cfg workflows.JobConfig
+	var cfg jobspec.JobConfig
 	if json.Unmarshal(j.Config, &cfg) == nil {
 		if cfg.TrainingDataURL != "" {
 			r.TrainingDataURL = &cfg.TrainingDataURL

@@ -14,6 +14,7 @@ import (
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/api"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/storage/s3"
 	"github.com/trainyard/trainyard/workflows"
 )
@@ -99,7 +100,7 @@ func newJobsEnv(t testing.TB, mods ...func(*api.Config, *api.Deps)) (*env, *fake
 		d.Workflows = fw
 		store := d.Blobs.(*s3.Store)
 		d.Files = store
-		c.Jobs.Data = workflows.DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: store.Bucket(), ReadBuckets: []string{"bucket", "data"}}}
+		c.Jobs.Data = jobspec.DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: store.Bucket(), ReadBuckets: []string{"bucket", "data"}}}
 	}}, mods...)...)
 	fw.db = e.db
 	return e, fw
@@ -133,11 +134,11 @@ func TestCreateTrainingJob(t *testing.T) {
 	if job.Kind != trainyard.JobKindRL || job.Status != trainyard.JobQueued || job.ModelID != model || job.WorkflowID != "training-job-"+id {
 		t.Fatalf("job = %+v", job)
 	}
-	var cfg workflows.JobConfig
+	var cfg jobspec.JobConfig
 	if err := json.Unmarshal(job.Config, &cfg); err != nil || !strings.Contains(string(cfg.ExperimentalConfig), `"loss_fn": "ppo"`) {
 		t.Fatalf("config = %s (%v)", job.Config, err)
 	}
-	rc, err := e.blobs.GetJobInput(context.Background(), id, workflows.InputFile)
+	rc, err := e.blobs.GetJobInput(context.Background(), id, jobspec.InputFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestCreateSFTTrainingJob(t *testing.T) {
 	if err != nil || job.Kind != trainyard.JobKindSFT {
 		t.Fatalf("job = %+v %v", job, err)
 	}
-	var cfg workflows.JobConfig
+	var cfg jobspec.JobConfig
 	if err := json.Unmarshal(job.Config, &cfg); err != nil || cfg.TrainingDataURL != "wandb-artifact:///team-a/proj/data:v0" {
 		t.Fatalf("config = %s", job.Config)
 	}
@@ -302,7 +303,7 @@ func TestTrainingJobInputIsStoredValidated(t *testing.T) {
 	}
 	res := e.call("POST", "/v1/preview/training-jobs", body(`"0.75"`, "0", "token_id:53", "null"))
 	mustStatus(t, res, http.StatusOK)
-	rc, err := e.blobs.GetJobInput(context.Background(), res.JSON(t)["id"].(string), workflows.InputFile)
+	rc, err := e.blobs.GetJobInput(context.Background(), res.JSON(t)["id"].(string), jobspec.InputFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/trainyard/trainyard/api"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/internal/config"
+	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/serving"
 	"github.com/trainyard/trainyard/worker"
 	"github.com/trainyard/trainyard/workflows"
@@ -117,8 +118,8 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 
 // dataPolicy is which training_data_url forms jobs may use; the API checks
 // it up front and the worker again before it reads anything.
-func (a *app) dataPolicy() activities.DataPolicy {
-	return activities.DataPolicy{AllowFile: a.cfg.AllowFileURLs, S3: a.inf.blobs.ReadPolicy()}
+func (a *app) dataPolicy() jobspec.DataPolicy {
+	return jobspec.DataPolicy{AllowFile: a.cfg.AllowFileURLs, S3: a.inf.blobs.ReadPolicy()}
 }
 
 // httpServer is the API's listener and server, split so the address is

@@ -24,6 +24,7 @@ import (
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/internal/testutil/pgtest"
 	"github.com/trainyard/trainyard/internal/testutil/s3test"
+	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/serving"
 	"github.com/trainyard/trainyard/storage/postgres"
 	"github.com/trainyard/trainyard/storage/s3"
@@ -102,7 +103,7 @@ func (s *stack) apiServer(wf api.JobWorkflows) *httptest.Server {
 	chat := serving.New(serving.Config{BaseModels: []string{baseModel},
 		OpenBase: func(name string) (*engine.Base, error) { return sharedBases.Base(context.Background(), name) },
 	}, s.db, s.blobs, s.log)
-	srv := api.New(api.Config{BaseModels: []string{baseModel}, Jobs: api.JobsConfig{Data: activities.DataPolicy{S3: s.blobs.ReadPolicy()}}}, api.Deps{
+	srv := api.New(api.Config{BaseModels: []string{baseModel}, Jobs: api.JobsConfig{Data: jobspec.DataPolicy{S3: s.blobs.ReadPolicy()}}}, api.Deps{
 		Accounts: s.db, Models: s.db, Logs: s.db, Jobs: s.db, Events: s.db, Blobs: s.blobs,
 		Workflows: wf, Files: s.blobs, Logger: s.log, Chat: chat,
 	})

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trainyard/trainyard"
-	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // asNewAccount returns the stack as seen by a second account.
@@ -75,7 +75,7 @@ func TestNoAccountTrainsOnAnothersUpload(t *testing.T) {
 	}
 
 	// Past the API (say, an older server accepted it): the worker refuses.
-	cfg, _ := json.Marshal(activities.JobConfig{TrainingDataURL: "s3://" + bucket + "/x/../" + secret})
+	cfg, _ := json.Marshal(jobspec.JobConfig{TrainingDataURL: "s3://" + bucket + "/x/../" + secret})
 	job, _, err := b.db.CreateJob(context.Background(), &trainyard.Job{ID: uuid.Must(uuid.NewV7()).String(),
 		AccountID: b.acct.ID, ModelID: model, Kind: trainyard.JobKindSFT, Config: cfg})
 	if err != nil {

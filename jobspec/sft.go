@@ -1,4 +1,4 @@
-package activities
+package jobspec
 
 import (
 	"bytes"
@@ -128,8 +128,8 @@ func AutoBatchSize(n int) int {
 	return 1
 }
 
-// stepLearningRates expands the configured rates to one per step.
-func (s SFTSettings) stepLearningRates(steps int) ([]float64, error) {
+// StepLearningRates expands the configured rates to one per step.
+func (s SFTSettings) StepLearningRates(steps int) ([]float64, error) {
 	if len(s.LearningRates) == 1 {
 		out := make([]float64, steps)
 		for i := range out {

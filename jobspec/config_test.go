@@ -1,22 +1,17 @@
-package activities
+package jobspec_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 func TestParseRLConfig(t *testing.T) {
-	s, errs := ParseRLConfig(nil)
+	s, errs := jobspec.ParseRLConfig(nil)
 	if len(errs) != 0 || s.LearningRate != 0 || s.LossFn != "cispo" || !s.ScaleRewards || s.ImportanceSamplingLevel != "token" {
 		t.Fatalf("defaults = %+v %v", s, errs)
 	}
@@ -29,11 +24,11 @@ func TestParseRLConfig(t *testing.T) {
 		"num_trajectories_learning_rate_multiplier_power":null,"packed_sequence_length":null,"plot_tensors":null,
 		"ppo":true,"precalculate_logprobs":null,"scale_learning_rate_by_reward_std_dev":null,"scale_rewards":true,
 		"truncated_importance_sampling":null,"some_future_option":42}`
-	s, errs = ParseRLConfig(json.RawMessage(art))
+	s, errs = jobspec.ParseRLConfig(json.RawMessage(art))
 	if len(errs) != 0 || s.LossFn != "ppo" || s.ScaleRewards || s.LearningRate != 5e-6 {
 		t.Fatalf("ART's config = %+v %v", s, errs)
 	}
-	s, errs = ParseRLConfig(json.RawMessage(`{"importance_sampling_level":"sequence","kl_penalty_coef":0.1,"kl_penalty_source":"sample","epsilon":0.3,"precalculate_logprobs":true}`))
+	s, errs = jobspec.ParseRLConfig(json.RawMessage(`{"importance_sampling_level":"sequence","kl_penalty_coef":0.1,"kl_penalty_source":"sample","epsilon":0.3,"precalculate_logprobs":true}`))
 	if len(errs) != 0 || s.ImportanceSamplingLevel != "sequence" || s.KLPenaltyCoef != 0.1 || s.Epsilon != 0.3 || !s.PrecalculateLogprobs {
 		t.Fatalf("supported options = %+v %v", s, errs)
 	}
@@ -53,30 +48,30 @@ func TestParseRLConfig(t *testing.T) {
 		`{"max_negative_advantage_importance_sampling_weight": 1}`: "max_negative_advantage_importance_sampling_weight",
 		`{"learning_rate": "fast"}`:                                "learning_rate",
 	} {
-		_, errs := ParseRLConfig(json.RawMessage(cfg))
+		_, errs := jobspec.ParseRLConfig(json.RawMessage(cfg))
 		if len(errs) != 1 || fmt.Sprint(errs[0].Loc) != fmt.Sprint([]any{"experimental_config", field}) {
 			t.Errorf("%s: errors = %+v, want one at %s", cfg, errs, field)
 		}
 	}
-	if _, errs := ParseRLConfig(json.RawMessage(`[1]`)); len(errs) != 1 {
+	if _, errs := jobspec.ParseRLConfig(json.RawMessage(`[1]`)); len(errs) != 1 {
 		t.Errorf("a list config: %v", errs)
 	}
 }
 
 func TestParseSFTConfig(t *testing.T) {
-	s, errs := ParseSFTConfig(nil, nil)
+	s, errs := jobspec.ParseSFTConfig(nil, nil)
 	if len(errs) != 0 || s.BatchSize != 0 || s.LearningRates != nil || s.Epochs != 1 || s.AssistantTurns != "all" {
 		t.Fatalf("defaults = %+v %v", s, errs)
 	}
-	s, errs = ParseSFTConfig(json.RawMessage(`{"batch_size":"auto","learning_rate":[1e-4,2e-4],"assistant_turns":"last","metric_logging":{"enabled":true}}`),
+	s, errs = jobspec.ParseSFTConfig(json.RawMessage(`{"batch_size":"auto","learning_rate":[1e-4,2e-4],"assistant_turns":"last","metric_logging":{"enabled":true}}`),
 		json.RawMessage(`{"num_epochs":3,"shuffle":true,"seed":9}`))
 	if len(errs) != 0 || s.BatchSize != 0 || len(s.LearningRates) != 2 || s.AssistantTurns != "last" || s.Epochs != 3 || !s.Shuffle || s.Seed != 9 {
 		t.Fatalf("full config = %+v %v", s, errs)
 	}
-	if rates, err := s.stepLearningRates(2); err != nil || rates[1] != 2e-4 {
+	if rates, err := s.StepLearningRates(2); err != nil || rates[1] != 2e-4 {
 		t.Fatalf("rates = %v %v", rates, err)
 	}
-	if _, err := s.stepLearningRates(3); err == nil {
+	if _, err := s.StepLearningRates(3); err == nil {
 		t.Fatal("a rate list of the wrong length was accepted")
 	}
 	for _, c := range []struct{ config, experimental, loc string }{
@@ -87,18 +82,18 @@ func TestParseSFTConfig(t *testing.T) {
 		{`{"assistant_turns":"first"}`, ``, "[config assistant_turns]"},
 		{``, `{"num_epochs":0}`, "[experimental_config num_epochs]"},
 	} {
-		_, errs := ParseSFTConfig(json.RawMessage(c.config), json.RawMessage(c.experimental))
+		_, errs := jobspec.ParseSFTConfig(json.RawMessage(c.config), json.RawMessage(c.experimental))
 		if len(errs) != 1 || fmt.Sprint(errs[0].Loc) != c.loc {
 			t.Errorf("%s %s: errors = %+v, want one at %s", c.config, c.experimental, errs, c.loc)
 		}
 	}
-	if n := AutoBatchSize(1); n != 1 {
+	if n := jobspec.AutoBatchSize(1); n != 1 {
 		t.Errorf("auto batch of 1 example = %d", n)
 	}
 }
 
 func TestCheckDataURL(t *testing.T) {
-	policy := DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: "trainyard", ReadBuckets: []string{"bucket"}}}
+	policy := jobspec.DataPolicy{S3: trainyard.S3ReadPolicy{OwnBucket: "trainyard", ReadBuckets: []string{"bucket"}}}
 	for url, want := range map[string]string{
 		"s3://bucket/data/train.jsonl":                  "",
 		"https://example.com/train.jsonl":               "",
@@ -122,36 +117,17 @@ func TestCheckDataURL(t *testing.T) {
 		"wandb-artifact:///team/proj/data:":             "ENTITY/PROJECT/NAME",
 		"wandb-artifact://team/proj/data":               "ENTITY/PROJECT/NAME",
 	} {
-		err := CheckDataURL(url, policy)
+		err := jobspec.CheckDataURL(url, policy)
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: err = %v, want %q", url, err, want)
 		}
 	}
 	policy.AllowFile = true
-	if err := CheckDataURL("file:///tmp/train.jsonl", policy); err != nil {
+	if err := jobspec.CheckDataURL("file:///tmp/train.jsonl", policy); err != nil {
 		t.Errorf("file URL with file URLs allowed: %v", err)
 	}
-	ref, err := ParseArtifactURL("wandb-artifact:///team/proj/data:v3")
-	if err != nil || ref != (ArtifactRef{Entity: "team", Project: "proj", Name: "data", Version: "v3"}) {
-		t.Errorf("ParseArtifactURL = %+v %v", ref, err)
-	}
-}
-
-// TestClassifyKeepsInfrastructureDetailsOut: a retried infrastructure error
-// carries a message fit for the job's last_error and error fields (no host,
-// user or database name), while the cause keeps the details for operators.
-func TestClassifyKeepsInfrastructureDetailsOut(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
-	cause := fmt.Errorf("failed to connect to `user=trainyard database=prod host=10.1.2.3`: %w", refused)
-	err := classify(cause, "record the step")
-	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.NonRetryable() || appErr.Type() != ErrInfrastructure {
-		t.Fatalf("classify = %v, want a retryable %s error", err, ErrInfrastructure)
-	}
-	if msg := appErr.Message(); strings.Contains(msg, "10.1.2.3") || strings.Contains(msg, "trainyard") || !strings.Contains(msg, "refused") {
-		t.Fatalf("message %q", msg)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Fatal("the cause is lost")
+	ref, err := jobspec.ParseArtifactURL("wandb-artifact:///team/proj/data:v3")
+	if err != nil || ref != (jobspec.ArtifactRef{Entity: "team", Project: "proj", Name: "data", Version: "v3"}) {
+		t.Errorf("jobspec.ParseArtifactURL = %+v %v", ref, err)
 	}
 }
