@@ -45,6 +45,11 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 		a.d.Logger.Warn("job already had a terminal event", zap.String("job_id", job.ID),
 			zap.Int("seq", seq), zap.Int("expected_seq", want))
 	}
+	// The plan and intermediate state go before the status says COMPLETED,
+	// so a client that sees a finished job sees what it keeps.
+	if err := a.dropScratch(ctx, job.ID); err != nil {
+		return err
+	}
 	status := trainyard.JobCompleted
 	now := time.Now().UTC()
 	step := in.CheckpointStep
@@ -53,9 +58,6 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 	})
 	if err != nil {
 		return classify(err, "mark job completed")
-	}
-	if err := a.dropScratch(ctx, job.ID); err != nil {
-		return err
 	}
 	a.d.Logger.Info("job completed", zap.String("job_id", job.ID), zap.String("model_id", job.ModelID),
 		zap.Int("checkpoint_step", step))

@@ -79,11 +79,12 @@ func isTerminal(t trainyard.EventType) bool {
 
 // Fail is the activity that closes a failed or cancelled job (see Finalize).
 func (a *Activities) Fail(ctx context.Context, in FailInput) error {
-	if err := Finalize(ctx, a.d.Jobs, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
-		return classify(err, "record the job's failure")
-	}
+	// Scratch first, as in Complete: a closed job holds only its inputs.
 	if err := a.dropScratch(ctx, in.JobID); err != nil {
 		return err
+	}
+	if err := Finalize(ctx, a.d.Jobs, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
+		return classify(err, "record the job's failure")
 	}
 	a.d.Logger.Info("job closed", zap.String("job_id", in.JobID), zap.String("status", string(in.Status)),
 		zap.String("error", in.Message))
