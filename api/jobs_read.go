@@ -214,8 +214,16 @@ func (s *Server) listTrainingJobs(c *gin.Context) {
 func (s *Server) listTrainingJobEvents(c *gin.Context) {
 	var errs validate.Errors
 	opts := pageQuery(c, &errs, false)
+	stream, _ := errs.Query(c.Request.URL.Query(), "stream").Optional().Bool()
+	if v := c.GetHeader("Last-Event-ID"); stream && v != "" && opts.After == "" {
+		opts.After, _ = errs.At(v, "header", "last-event-id").UUID() // a reconnecting EventSource
+	}
 	job, ok := s.pathJobWith(c, &errs)
 	if !ok {
+		return
+	}
+	if stream {
+		s.streamEvents(c, job, opts.After)
 		return
 	}
 	page, err := s.deps.Events.ListEvents(c.Request.Context(), job.ID, opts)

@@ -52,6 +52,10 @@ type Config struct {
 	// MaxRequestsPerKey caps one account's requests in flight; past it they
 	// get 429 before their bodies are read. Default DefaultMaxRequestsPerKey.
 	MaxRequestsPerKey int
+	// EventPoll is how often an event stream looks for new events
+	// (DefaultEventPoll); EventKeepAlive how long it stays quiet before a
+	// keep-alive comment (DefaultEventKeepAlive).
+	EventPoll, EventKeepAlive time.Duration
 	// Jobs configures the training-job routes (jobs.go).
 	Jobs JobsConfig
 }
@@ -121,6 +125,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxRequestsPerKey <= 0 {
 		cfg.MaxRequestsPerKey = DefaultMaxRequestsPerKey
+	}
+	if cfg.EventPoll <= 0 {
+		cfg.EventPoll = DefaultEventPoll
+	}
+	if cfg.EventKeepAlive <= 0 {
+		cfg.EventKeepAlive = DefaultEventKeepAlive
 	}
 	if cfg.MaxCheckpointSteps <= 0 {
 		cfg.MaxCheckpointSteps = 10000
