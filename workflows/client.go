@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
@@ -26,6 +29,9 @@ type ClientOptions struct {
 	// without closing it. Required for ReconcileJob.
 	Jobs   trainyard.JobStore
 	Events trainyard.EventStore
+	// Models, when set, gives job workflows their search attributes and
+	// summary (which model, of which account, on which base).
+	Models trainyard.ModelStore
 }
 
 // Client starts, cancels and inspects job workflows. Temporal errors come
@@ -34,6 +40,9 @@ type ClientOptions struct {
 type Client struct {
 	c    client.Client
 	opts ClientOptions
+	// noSearch is set once Temporal refused the search attributes (a
+	// namespace without them registered): jobs then start without them.
+	noSearch atomic.Bool
 }
 
 // NewClient wraps a Temporal client.
@@ -54,14 +63,34 @@ func (c *Client) StartJob(ctx context.Context, job *trainyard.Job) error {
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}
-	var err error
+	if c.opts.Models != nil {
+		model, err := c.opts.Models.FindModel(ctx, job.AccountID, job.ModelID)
+		if err != nil {
+			return err
+		}
+		opts.StaticSummary = summary(job, model)
+		if !c.noSearch.Load() {
+			opts.TypedSearchAttributes = startAttributes(job, model)
+		}
+	}
+	var wf any
+	var in any
 	switch job.Kind {
 	case trainyard.JobKindRL:
-		_, err = c.c.ExecuteWorkflow(ctx, opts, RLJob, RLJobInput{JobID: job.ID, Options: c.opts.Workflow.withDefaults()})
+		wf, in = RLJob, RLJobInput{JobID: job.ID, Options: c.opts.Workflow.withDefaults()}
 	case trainyard.JobKindSFT:
-		_, err = c.c.ExecuteWorkflow(ctx, opts, SFTJob, SFTJobInput{JobID: job.ID, Options: c.opts.Workflow.withDefaults()})
+		wf, in = SFTJob, SFTJobInput{JobID: job.ID, Options: c.opts.Workflow.withDefaults()}
 	default:
 		return trainyard.Errorf(trainyard.EINVALID, "unknown job kind %q", job.Kind)
+	}
+	_, err := c.c.ExecuteWorkflow(ctx, opts, wf, in)
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && opts.TypedSearchAttributes.Size() > 0 && strings.Contains(invalid.Error(), "search attribute") {
+		// The namespace lacks trainyard's search attributes (`trainyard
+		// migrate` registers them); the jobs run all the same.
+		c.noSearch.Store(true)
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.c.ExecuteWorkflow(ctx, opts, wf, in)
 	}
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {

@@ -130,6 +130,7 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		}
 		j.total = prep.TotalSteps
 		j.progress.Status, j.progress.Phase, j.progress.TotalSteps = trainyard.JobRunning, PhaseTraining, j.total
+		j.setStatus(ctx, trainyard.JobRunning)
 		log.Info("job prepared", "JobID", j.id, "BaseStep", j.baseStep, "TotalSteps", j.total)
 	}
 
@@ -141,7 +142,9 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		trainCtx := workflow.WithActivityOptions(ctx, trainOptions(j.opts, computeQueue(ctx), remaining))
+		topts := trainOptions(j.opts, computeQueue(ctx), remaining)
+		topts.Summary = fmt.Sprintf("gradient steps after %d of %d", j.done, j.total)
+		trainCtx := workflow.WithActivityOptions(ctx, topts)
 		var r activities.TrainResult
 		err = workflow.ExecuteActivity(trainCtx, a.Train, activities.TrainInput{
 			JobID: j.id, BaseStep: j.baseStep, Done: j.done, TotalSteps: j.total,
@@ -156,17 +159,21 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		}
 		j.done, j.metrics = r.Done, r.Metrics
 		j.progress.CurrentStep, j.progress.Metrics = r.Done, r.Metrics
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("step %d of %d, loss %.4g", j.done, j.total, r.Metrics["loss"]))
 	}
 
 	j.progress.Phase = PhaseSaving
 	step := j.baseStep + 1
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, recordOptions()), a.Complete, activities.CompleteInput{
+	copts := recordOptions()
+	copts.Summary = fmt.Sprintf("record checkpoint %d", step)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, copts), a.Complete, activities.CompleteInput{
 		JobID: j.id, CheckpointStep: step, TotalSteps: j.total, Metrics: j.metrics,
 	}).Get(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	j.progress.Status, j.progress.Phase, j.progress.CheckpointStep = trainyard.JobCompleted, PhaseDone, step
+	j.setStatus(ctx, trainyard.JobCompleted)
 	log.Info("job completed", "JobID", j.id, "CheckpointStep", step)
 	return &JobResult{JobID: j.id, CheckpointStep: step, Steps: j.total, Metrics: j.metrics}, nil
 }
@@ -206,6 +213,7 @@ func (e errAlreadyClosed) Unwrap() error { return e.err }
 // completed, failed with the job's error, or cancelled.
 func (j *job) endAsClosed(ctx workflow.Context, turn activities.WaitTurnResult) (*JobResult, error) {
 	j.progress.Status, j.progress.Error = turn.Status, turn.Error
+	j.setStatus(ctx, turn.Status)
 	if workflow.GetVersion(ctx, closedOutcomeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return &JobResult{JobID: j.id}, nil
 	}
@@ -261,12 +269,15 @@ func (j *job) fail(ctx workflow.Context, err error) {
 	j.progress.Status, j.progress.Phase, j.progress.Error = status, PhaseDone, msg
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	ferr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, recordOptions()), a.Fail, activities.FailInput{
+	fopts := recordOptions()
+	fopts.Summary = "close the job as " + string(status)
+	ferr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, fopts), a.Fail, activities.FailInput{
 		JobID: j.id, Status: status, Message: msg,
 	}).Get(dctx, nil)
 	if ferr != nil {
 		workflow.GetLogger(ctx).Error("could not record the job's failure", "JobID", j.id, "Error", ferr)
 	}
+	j.setStatus(dctx, status)
 }
 
 // failureMessage is the user-facing text of why a job failed: the message of

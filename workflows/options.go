@@ -18,6 +18,7 @@ import (
 // the wait now and then.
 func gateOptions(o Options) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		Summary:             "wait for the model's earlier jobs",
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    o.HeartbeatTimeout,
 		WaitForCancellation: true,
@@ -31,6 +32,7 @@ func gateOptions(o Options) workflow.ActivityOptions {
 // failing it; bad input fails it at once (non-retryable errors).
 func prepareOptions(o Options, queue string, remaining time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		Summary:                "read, check and tokenise the job's input",
 		TaskQueue:              queue,
 		StartToCloseTimeout:    30 * time.Minute,
 		ScheduleToCloseTimeout: remaining,
@@ -73,6 +75,7 @@ func recordOptions() workflow.ActivityOptions {
 // at once as invalid input.
 func fetchOptions(o Options, queue string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		Summary:                "copy the training data in",
 		TaskQueue:              queue,
 		StartToCloseTimeout:    30 * time.Minute,
 		ScheduleToCloseTimeout: 2 * time.Hour,

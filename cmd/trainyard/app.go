@@ -42,6 +42,7 @@ func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
 			Workflow:  workflows.Options{Deadline: cfg.JobDeadline},
 			Jobs:      inf.db,
 			Events:    inf.db,
+			Models:    inf.db,
 		}),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard/internal/config"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // runAPI is `trainyard api`: the HTTP API alone. Training runs on
@@ -48,6 +49,12 @@ func runWorker(ctx context.Context, args []string, _ io.Writer) error {
 	w, rec, err := newApp(cfg, inf, log).newWorker()
 	if err != nil {
 		return err
+	}
+	if missing, err := workflows.MissingSearchAttributes(ctx, inf.temporal, cfg.Temporal.Namespace); err != nil {
+		log.Warn("cannot check trainyard's search attributes", zap.Error(err))
+	} else if len(missing) > 0 {
+		log.Warn("Temporal namespace lacks trainyard's search attributes; jobs run without them until `trainyard migrate` (with TEMPORAL_ADDRESS set) registers them",
+			zap.String("namespace", cfg.Temporal.Namespace), zap.Strings("missing", missing))
 	}
 	go rec.Run(ctx)
 	log.Info("worker polling", zap.String("temporal", cfg.Temporal.Address), zap.String("task_queue", cfg.Temporal.TaskQueue))

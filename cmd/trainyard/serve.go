@@ -13,6 +13,7 @@ import (
 	"github.com/trainyard/trainyard/internal/config"
 	"github.com/trainyard/trainyard/internal/devstack"
 	"github.com/trainyard/trainyard/internal/s3gw"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // Credentials of the embedded S3 gateway when none are configured. It
@@ -54,7 +55,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			UIAddr:       cfg.Temporal.UIAddr,
 			DisableUI:    cfg.Temporal.UIAddr == config.UIDisabled,
 			Namespace:    cfg.Temporal.Namespace,
-			Logger:       log,
+			// Operators find jobs by model, account and status in the UI.
+			SearchAttributes: workflows.SearchAttributeTypes(),
+			Logger:           log,
 		})
 		if err != nil {
 			return fmt.Errorf("embedded Temporal: %w", err)

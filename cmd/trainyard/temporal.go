@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/config"
 	"github.com/trainyard/trainyard/internal/devstack"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // runTemporal is `trainyard temporal`: a Temporal server of its own,
@@ -33,13 +34,14 @@ func runTemporal(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{fmt.Sprintf("trainyard temporal: %s: %v", envTemporalDatabaseURL, err)}
 	}
 	stack, err := devstack.Start(ctx, devstack.Config{
-		DataDir:      cfg.DataDir,
-		Postgres:     &pg,
-		FrontendAddr: cfg.Temporal.FrontendAddr,
-		UIAddr:       cfg.Temporal.UIAddr,
-		DisableUI:    cfg.Temporal.UIAddr == config.UIDisabled,
-		Namespace:    cfg.Temporal.Namespace,
-		Logger:       log,
+		DataDir:          cfg.DataDir,
+		Postgres:         &pg,
+		FrontendAddr:     cfg.Temporal.FrontendAddr,
+		UIAddr:           cfg.Temporal.UIAddr,
+		DisableUI:        cfg.Temporal.UIAddr == config.UIDisabled,
+		Namespace:        cfg.Temporal.Namespace,
+		SearchAttributes: workflows.SearchAttributeTypes(),
+		Logger:           log,
 	})
 	if err != nil {
 		return fmt.Errorf("temporal: %w", err)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go.uber.org/zap"
 	"io"
 	"os"
 	"time"
 
 	"github.com/trainyard/trainyard/engine/pretrain"
 	"github.com/trainyard/trainyard/internal/config"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // runMigrate is `trainyard migrate`: bring the schema up to date and report
@@ -30,6 +32,21 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	printf(stdout, "schema is at version %d\n", v)
+	if cfg.Temporal.Address == "" {
+		printf(stdout, "TEMPORAL_ADDRESS is unset: search attributes not checked\n")
+		return nil
+	}
+	// An external Temporal needs trainyard's search attributes once per
+	// namespace; `serve` registers them in its embedded one itself.
+	tc, err := dialTemporal(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	if err := workflows.RegisterSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
+		return fmt.Errorf("register trainyard's search attributes: %w", err)
+	}
+	printf(stdout, "search attributes registered in Temporal namespace %s\n", cfg.Temporal.Namespace)
 	return nil
 }
 

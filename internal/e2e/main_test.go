@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trainyard/trainyard/internal/devstack"
+	"github.com/trainyard/trainyard/workflows"
 )
 
 // TestMain runs the worker process when the test binary is re-executed as
@@ -48,6 +49,7 @@ func temporalServer(t testing.TB) *devstack.Stack {
 		defer cancel()
 		temporal.stack, temporal.err = devstack.Start(ctx, devstack.Config{
 			DataDir: temporal.dir, FrontendAddr: "127.0.0.1:0", DisableUI: true,
+			SearchAttributes: workflows.SearchAttributeTypes(),
 		})
 	})
 	if temporal.err != nil {

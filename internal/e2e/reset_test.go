@@ -22,10 +22,14 @@ import (
 // would from the Temporal UI, and returns the new run's id.
 func (s *stack) resetToFirstTrain(jobID string) string {
 	s.t.Helper()
+	var lastCompleted int64
 	return s.resetTo(jobID, func(ev *historypb.HistoryEvent) bool {
+		if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
+			lastCompleted = ev.GetEventId()
+		}
 		a := ev.GetActivityTaskScheduledEventAttributes()
 		return a != nil && a.GetActivityType().GetName() == "Train"
-	}, -1) // the WorkflowTaskCompleted that scheduled it
+	}, func(*historypb.HistoryEvent) int64 { return lastCompleted }) // the WorkflowTaskCompleted that scheduled it
 }
 
 // resetToStart resets the job's workflow to its first workflow task, the
@@ -34,26 +38,26 @@ func (s *stack) resetToStart(jobID string) string {
 	s.t.Helper()
 	return s.resetTo(jobID, func(ev *historypb.HistoryEvent) bool {
 		return ev.GetWorkflowTaskCompletedEventAttributes() != nil
-	}, 0)
+	}, func(ev *historypb.HistoryEvent) int64 { return ev.GetEventId() })
 }
 
-// resetTo resets the job's workflow to the event at offset from the first
-// event that match picks, and returns the new run's id.
-func (s *stack) resetTo(jobID string, match func(*historypb.HistoryEvent) bool, offset int64) string {
+// resetTo resets the job's workflow to the workflow task that point names
+// for the first event match picks, and returns the new run's id.
+func (s *stack) resetTo(jobID string, match func(*historypb.HistoryEvent) bool, point func(*historypb.HistoryEvent) int64) string {
 	s.t.Helper()
 	ctx := context.Background()
 	it := s.tc.GetWorkflowHistory(ctx, workflows.WorkflowID(jobID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var point int64
-	for it.HasNext() && point == 0 {
+	var at int64
+	for it.HasNext() && at == 0 {
 		ev, err := it.Next()
 		if err != nil {
 			s.t.Fatal(err)
 		}
 		if match(ev) {
-			point = ev.GetEventId() + offset
+			at = point(ev)
 		}
 	}
-	if point == 0 {
+	if at == 0 {
 		s.t.Fatal("no reset point in the history")
 	}
 	st := temporalServer(s.t)
@@ -61,7 +65,7 @@ func (s *stack) resetTo(jobID string, match func(*historypb.HistoryEvent) bool, 
 		Namespace:                 st.Namespace(),
 		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: workflows.WorkflowID(jobID)},
 		Reason:                    "e2e reset",
-		WorkflowTaskFinishEventId: point,
+		WorkflowTaskFinishEventId: at,
 		RequestId:                 uuid.NewString(),
 	})
 	if err != nil {

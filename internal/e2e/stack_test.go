@@ -86,7 +86,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.tc.Close)
-	s.wf = workflows.NewClient(s.tc, workflows.ClientOptions{TaskQueue: s.queue, Workflow: opts.Workflow, Jobs: s.db, Events: s.db})
+	s.wf = workflows.NewClient(s.tc, workflows.ClientOptions{TaskQueue: s.queue, Workflow: opts.Workflow, Jobs: s.db, Events: s.db, Models: s.db})
 
 	if s.acct, err = s.db.CreateAccount(ctx, "e2e"); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/trainyard/trainyard/activities"
@@ -119,5 +120,50 @@ func (s *stack) checkTemporalView(jobID string) {
 			s.t.Fatalf("no Train heartbeat with step, total and loss in 10 s: %v (workflow %v, job %v)", d.GetPendingActivities(),
 				d.GetWorkflowExecutionInfo().GetStatus(), s.mustCall("GET", "/v1/preview/training-jobs/"+jobID, nil))
 		}
+	}
+}
+
+// TestJobsAreSearchable: job workflows carry search attributes (account,
+// project, model, base model, kind, status kept current) and a summary, so
+// the Temporal UI's filters find the jobs of a model, by status.
+func TestJobsAreSearchable(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.startWorker()
+	name := "agent-" + strings.ReplaceAll(s.queue, "-", "")
+	model := s.mustCall("POST", "/v1/preview/models", map[string]any{"project": "demo", "name": name, "base_model": baseModel})["id"].(string)
+	id := s.mustCall("POST", "/v1/preview/training-jobs", sampleRL(t, 2, 4, 1).body(model, 1e-3))["id"].(string)
+	if job := s.waitJob(id, 2*time.Minute); job["status"] != "COMPLETED" {
+		t.Fatalf("job = %v", job)
+	}
+	s.waitWorkflowClosed(id, time.Minute)
+	ctx := context.Background()
+	query := `TrainyardModelName="` + name + `" AND ExecutionStatus="Completed" AND TrainyardJobStatus="COMPLETED" AND TrainyardJobKind="rl"`
+	var found []string
+	for deadline := time.Now().Add(30 * time.Second); len(found) == 0; time.Sleep(200 * time.Millisecond) {
+		resp, err := s.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range resp.GetExecutions() {
+			found = append(found, e.GetExecution().GetWorkflowId())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no workflow found by %s", query)
+		}
+	}
+	if len(found) != 1 || found[0] != workflows.WorkflowID(id) {
+		t.Fatalf("%s found %v", query, found)
+	}
+	d, err := s.tc.DescribeWorkflowExecution(ctx, workflows.WorkflowID(id), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary string
+	if p := d.GetExecutionConfig().GetUserMetadata().GetSummary(); p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &summary)
+	}
+	if want := "RL job of e2e/demo/" + name + " on " + baseModel; summary != want {
+		t.Fatalf("summary %q, want %q", summary, want)
 	}
 }
