@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // Complete records the job's checkpoint row (its objects were stored by the
@@ -59,6 +60,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 	if err != nil {
 		return classify(err, "mark job completed")
 	}
+	telemetry.JobsEnded.WithLabelValues(string(job.Kind), string(trainyard.JobCompleted)).Inc()
 	a.d.Logger.Info("job completed", zap.String("job_id", job.ID), zap.String("model_id", job.ModelID),
 		zap.Int("checkpoint_step", step))
 	return nil

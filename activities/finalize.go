@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // Finalize closes a job that did not complete: it appends a training_failed
@@ -85,6 +86,9 @@ func (a *Activities) Fail(ctx context.Context, in FailInput) error {
 	}
 	if err := Finalize(ctx, a.d.Jobs, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
 		return classify(err, "record the job's failure")
+	}
+	if job, err := a.d.Jobs.GetJob(ctx, in.JobID); err == nil {
+		telemetry.JobsEnded.WithLabelValues(string(job.Kind), string(job.Status)).Inc()
 	}
 	a.d.Logger.Info("job closed", zap.String("job_id", in.JobID), zap.String("status", string(in.Status)),
 		zap.String("error", in.Message))

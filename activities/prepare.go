@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/telemetry"
 	"github.com/trainyard/trainyard/jobspec"
 )
 
@@ -84,6 +85,7 @@ func (a *Activities) markStarted(ctx context.Context, job *trainyard.Job, total,
 	u := trainyard.JobUpdate{Status: &running, TotalSteps: &total, RunID: &runID}
 	if job.StartedAt == nil {
 		u.StartedAt = &now
+		telemetry.QueueWait.WithLabelValues(string(job.Kind)).Observe(now.Sub(job.CreatedAt).Seconds())
 	}
 	if err := a.d.Jobs.UpdateJob(ctx, job.ID, u); err != nil {
 		return classify(err, "mark job running")

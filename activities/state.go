@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // A job's training state (adapter weights, adapter config, optimizer state)
@@ -103,6 +104,9 @@ func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, st *trai
 		name string
 		data []byte
 	}{{trainyard.OptimizerStateFile, opt.Bytes()}, {trainyard.AdapterConfigFile, cfg}, {trainyard.AdapterWeightsFile, weights.Bytes()}}
+	for _, f := range files {
+		telemetry.StateBytes.Add(float64(len(f.data)))
+	}
 	if done < total {
 		for _, f := range files {
 			if err := a.d.Blobs.PutJobInput(ctx, job.ID, stateFile(done, f.name), bytes.NewReader(f.data), int64(len(f.data))); err != nil {

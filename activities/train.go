@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // Train runs the job's next gradient steps, for about Config.ChunkDuration,
@@ -86,10 +87,13 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	var metrics map[string]float64
 	done := from
 	for done < total {
+		stepStart := time.Now()
 		stats, err := a.step(ctx, trainer, p, done)
 		if err != nil {
 			return nil, classify(err, fmt.Sprintf("gradient step %d", done+1))
 		}
+		telemetry.StepDuration.WithLabelValues(string(job.Kind)).Observe(time.Since(stepStart).Seconds())
+		telemetry.TrainTokens.WithLabelValues(string(job.Kind)).Add(stats["num_tokens"])
 		if metrics, err = stepMetrics(p.Steps[done], stats, done+1); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/internal/telemetry"
 	"github.com/trainyard/trainyard/jobspec"
 	"github.com/trainyard/trainyard/workflows"
 )
@@ -205,6 +206,7 @@ func (s *Server) submitJob(c *gin.Context, r *jobRequest, kind trainyard.JobKind
 		}
 	}
 	if created {
+		telemetry.JobsSubmitted.WithLabelValues(string(kind)).Inc()
 		log.Info("training job created")
 	} else {
 		log.Info("training job returned for a repeated Idempotency-Key")

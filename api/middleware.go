@@ -2,11 +2,14 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // Keys of values the middleware keeps on the gin.Context.
@@ -57,6 +60,12 @@ func (s *Server) requestLog(c *gin.Context) *zap.Logger {
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched" // keeps the label set bounded: never a raw path
+	}
+	telemetry.HTTPRequests.WithLabelValues(route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
+	telemetry.HTTPDuration.WithLabelValues(route, c.Request.Method).Observe(time.Since(start).Seconds())
 	fields := []zap.Field{
 		zap.String("request_id", c.GetString(keyRequestID)),
 		zap.String("method", c.Request.Method),

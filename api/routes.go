@@ -1,9 +1,18 @@
 package api
 
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/trainyard/trainyard/internal/telemetry"
+)
+
 // routes registers every route of the API. Later resources (training jobs,
 // chat completions) add their lines to the authenticated group here and
 // their handlers in a file of their own.
 func (s *Server) routes() {
+	// Prometheus scrapes without a key; the metrics name no account.
+	s.engine.GET("/metrics", gin.WrapH(telemetry.Handler()))
+
 	v1 := s.engine.Group("/v1")
 
 	// Probes answer without a key.

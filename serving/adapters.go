@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // adapters loads checkpoint adapters from the blob store through the LRU cache, each with the batching
@@ -37,9 +38,14 @@ func newAdapters(blobs trainyard.BlobStore, maxBytes int64, log *zap.Logger) *ad
 
 // get returns the sampler of checkpoint c of model modelName (for messages), loading the adapter on a miss.
 func (a *adapters) get(ctx context.Context, base *engine.Base, modelName string, c *trainyard.Checkpoint) (*engine.Sampler, error) {
-	l, _, err := a.cache.get(ctx, c.ID, func(ctx context.Context) (loadedAdapter, error) {
+	l, hit, err := a.cache.get(ctx, c.ID, func(ctx context.Context) (loadedAdapter, error) {
 		return a.load(ctx, base, modelName, c)
 	})
+	if hit {
+		telemetry.AdapterCache.WithLabelValues("hit").Inc()
+	} else {
+		telemetry.AdapterCache.WithLabelValues("miss").Inc()
+	}
 	return l.sampler, err
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/engine/tokenizer"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // Generation is an admitted request, ready to sample. It holds a concurrency slot until Close.
@@ -19,6 +21,7 @@ type Generation struct {
 	params     engine.SampleParams
 	parseTools bool
 	release    func()
+	started    time.Time // when the request was admitted, for the time to its first token
 }
 
 // Close frees the generation's concurrency slot. It is safe to call more than once.
@@ -41,7 +44,12 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 			callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd)}
 	}
 	var emitErr error
+	first := true
 	onToken := func(i int, t engine.SampledToken) {
+		if first {
+			first = false
+			telemetry.ChatFirstToken.Observe(time.Since(g.started).Seconds())
+		}
 		if emitErr != nil {
 			return
 		}
@@ -65,6 +73,8 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 		}
 		res.Usage.CompletionTokens += len(c.Tokens)
 	}
+	telemetry.ChatTokens.WithLabelValues("prompt").Add(float64(res.Usage.PromptTokens))
+	telemetry.ChatTokens.WithLabelValues("completion").Add(float64(res.Usage.CompletionTokens))
 	return res, nil
 }
 

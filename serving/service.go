@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
 // DefaultAdapterCacheBytes bounds the adapters kept loaded when Config.AdapterCacheBytes is zero. A rank-8
@@ -88,8 +90,10 @@ func (s *Service) MaxChoices() int { return s.cfg.MaxChoices }
 // (EBADREQUEST). Everything a client can get wrong fails here, before a streaming answer has begun. The
 // caller must Close the generation.
 func (s *Service) Start(ctx context.Context, req Request) (*Generation, error) {
+	started := time.Now()
 	release, err := s.limit.acquire(req.AccountID)
 	if err != nil {
+		telemetry.ChatRejected.Inc()
 		return nil, err
 	}
 	g, err := s.prepare(ctx, req)
@@ -97,7 +101,7 @@ func (s *Service) Start(ctx context.Context, req Request) (*Generation, error) {
 		release()
 		return nil, err
 	}
-	g.release = release
+	g.release, g.started = release, started
 	return g, nil
 }
 

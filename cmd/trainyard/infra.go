@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard/internal/config"
+	"github.com/trainyard/trainyard/internal/telemetry"
 	"github.com/trainyard/trainyard/storage/postgres"
 	"github.com/trainyard/trainyard/storage/s3"
 	"github.com/trainyard/trainyard/worker"
@@ -104,6 +105,9 @@ func dialTemporal(ctx context.Context, addr, namespace string, log *zap.Logger) 
 		// The SDK logs every poll retry at info; warn keeps outages visible
 		// without drowning the request log.
 		Logger: worker.NewLogger(atLeast(log.Named("temporal-sdk"), zap.WarnLevel)),
+		// The SDK's own metrics (polls, task latencies, outcomes) join
+		// trainyard's in the process's /metrics.
+		MetricsHandler: telemetry.SDKHandler(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", addr, namespace, err)

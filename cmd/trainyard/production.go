@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"io"
+	"net"
+	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard/internal/config"
+	"github.com/trainyard/trainyard/internal/telemetry"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -57,6 +61,30 @@ func runWorker(ctx context.Context, args []string, _ io.Writer) error {
 			zap.String("namespace", cfg.Temporal.Namespace), zap.Strings("missing", missing))
 	}
 	go rec.Run(ctx)
+	serveMetrics(ctx, cfg.MetricsAddr, log)
 	log.Info("worker polling", zap.String("temporal", cfg.Temporal.Address), zap.String("task_queue", cfg.Temporal.TaskQueue))
 	return w.Run(ctx)
+}
+
+// serveMetrics serves the process's Prometheus metrics at addr (a worker has
+// no API to carry /metrics) until ctx is done. A listener that cannot start
+// is logged, not fatal: training matters more than its metrics.
+func serveMetrics(ctx context.Context, addr string, log *zap.Logger) {
+	if addr == "" || addr == config.MetricsOff {
+		return
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Warn("metrics listener", zap.String("addr", addr), zap.Error(err))
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", telemetry.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	log.Info("metrics listening", zap.String("url", "http://"+ln.Addr().String()+"/metrics"))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -149,7 +151,7 @@ func TestProductionTopology(t *testing.T) {
 		"TRAINYARD_LOG_LEVEL": "info", "TRAINYARD_HTTP_ADDR": "127.0.0.1:0", "TRAINYARD_MAX_BODY_BYTES": "67108864",
 		"TRAINYARD_CHAT_CONCURRENCY": "4", "TRAINYARD_MAX_REQUESTS_PER_KEY": "128", "TRAINYARD_HTTP_BODY_TIMEOUT": "1m",
 		"TRAINYARD_HTTP_WRITE_TIMEOUT": "1m", "TRAINYARD_S3_READ_BUCKETS": "", "TRAINYARD_TRAINING_CONCURRENCY": "1",
-		"TRAINYARD_FETCH_CONCURRENCY": "4", "TRAINYARD_DOWNLOAD_TIMEOUT": "5m",
+		"TRAINYARD_FETCH_CONCURRENCY": "4", "TRAINYARD_DOWNLOAD_TIMEOUT": "5m", "TRAINYARD_METRICS_ADDR": "127.0.0.1:0",
 	}
 	envOf := func(service string) map[string]string {
 		env := map[string]string{}
@@ -165,7 +167,9 @@ func TestProductionTopology(t *testing.T) {
 	api := startProcess(t, "api", "api", envOf("api"))
 	base := api.await(t, regexp.MustCompile(`"msg":"API listening","url":"([^"]+)"`))
 	workers := []*process{startProcess(t, "worker 1", "worker", envOf("worker")), startProcess(t, "worker 2", "worker", envOf("worker"))}
+	var metricsURLs []string
 	for _, w := range workers {
+		metricsURLs = append(metricsURLs, w.await(t, regexp.MustCompile(`"msg":"metrics listening","url":"([^"]+)"`)))
 		w.await(t, regexp.MustCompile(`"msg":"(worker polling)"`))
 	}
 
@@ -250,6 +254,26 @@ func TestProductionTopology(t *testing.T) {
 		}
 		if last := evs[len(evs)-1]; last.Type != trainyard.EventTrainingEnded {
 			t.Fatalf("job %s ends with %s", id, last.Type)
+		}
+	}
+	// The surviving worker's metrics show its training and the SDK's own.
+	var scraped strings.Builder
+	for i, u := range metricsURLs {
+		if workers[i] == victim {
+			continue
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		scraped.Write(b)
+	}
+	for _, want := range []string{"trainyard_train_step_duration_seconds_count", "trainyard_jobs_ended_total", "trainyard_train_tokens_total",
+		"trainyard_train_state_bytes_saved_total", "temporal_"} {
+		if !strings.Contains(scraped.String(), want) {
+			t.Errorf("the worker's /metrics lacks %s", want)
 		}
 	}
 	// One model, one step at a time: the second job's first step came after

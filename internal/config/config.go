@@ -22,6 +22,10 @@ type Config struct {
 	HTTPAddr string
 	// DatabaseURL is the PostgreSQL URL (DATABASE_URL).
 	DatabaseURL string
+	// MetricsAddr is where `worker` serves /metrics
+	// (TRAINYARD_METRICS_ADDR, default 127.0.0.1:9090; "off" disables it).
+	// The API serves /metrics on its own port.
+	MetricsAddr string
 	// JobDeadline bounds a training job from its start
 	// (TRAINYARD_JOB_DEADLINE); 0 is the workflows' default (24 h). Until it
 	// passes, outages of the platform's own dependencies only delay jobs.
@@ -144,6 +148,10 @@ type Worker struct {
 	DownloadTimeout time.Duration
 }
 
+// MetricsOff is the TRAINYARD_METRICS_ADDR value that turns a worker's
+// metrics listener off.
+const MetricsOff = "off"
+
 // UIDisabled is the TRAINYARD_TEMPORAL_UI_ADDR value that turns the
 // embedded Web UI off.
 const UIDisabled = "off"
@@ -179,6 +187,9 @@ func Load(getenv func(string) string) (Config, error) {
 		LogLevel:        e.level(EnvLogLevel, zapcore.InfoLevel),
 		AllowFileURLs:   e.bool(EnvAllowFileURLs, false),
 		FetchAllowLocal: e.optBool(EnvFetchAllowLocal),
+		DBTimeout:       e.duration(EnvDBTimeout, 0),
+		JobDeadline:     e.duration(EnvJobDeadline, 0),
+		MetricsAddr:     e.str(EnvMetricsAddr, "127.0.0.1:9090"),
 		Temporal: Temporal{
 			Address:      e.str(EnvTemporalAddress, ""),
 			Namespace:    e.str(EnvTemporalNamespace, "default"),

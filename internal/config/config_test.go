@@ -42,6 +42,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		EnvChatConcurrency: "3", EnvChatConcurrencyPerAccount: "2", EnvAdapterCacheBytes: "4096",
 		EnvTrainingConcurrency: "2", EnvS3ReadBuckets: " data-a, ,data-b ", EnvFetchConcurrency: "3",
 		EnvDownloadTimeout: "90s", EnvHTTPBodyTimeout: "20s", EnvHTTPWriteTimeout: "1m", EnvMaxRequestsPerKey: "7",
+		EnvDBTimeout: "3s", EnvJobDeadline: "48h", EnvMetricsAddr: "0.0.0.0:9100", EnvFetchAllowLocal: "false",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 	want := Config{
 		HTTPAddr: "0.0.0.0:9000", DatabaseURL: "postgres://x/y", DataDir: "/tmp/ty", DevAPIKey: "k",
 		DefaultEntity: "team", MaxBodyBytes: 1024, LogLevel: zapcore.DebugLevel, AllowFileURLs: true,
+		FetchAllowLocal: new(bool), DBTimeout: 3 * time.Second, JobDeadline: 48 * time.Hour, MetricsAddr: "0.0.0.0:9100",
 		Temporal: Temporal{Address: "temporal:7233", Namespace: "ns", TaskQueue: "q", FrontendAddr: "127.0.0.1:1", UIAddr: "off"},
 		S3: S3{Endpoint: "http://minio:9000", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s", Region: "eu-west-1",
 			EmbeddedAddr: "127.0.0.1:9999", ReadBuckets: []string{"data-a", "data-b"}},

@@ -17,6 +17,7 @@ const (
 	EnvDatabaseURL               = "DATABASE_URL"
 	EnvDBTimeout                 = "TRAINYARD_DB_TIMEOUT"
 	EnvJobDeadline               = "TRAINYARD_JOB_DEADLINE"
+	EnvMetricsAddr               = "TRAINYARD_METRICS_ADDR"
 	EnvDataDir                   = "TRAINYARD_DATA_DIR"
 	EnvDevAPIKey                 = "TRAINYARD_DEV_API_KEY"
 	EnvDefaultEntity             = "TRAINYARD_DEFAULT_ENTITY"

@@ -1,0 +1,75 @@
+// Package telemetry holds trainyard's Prometheus metrics: one registry per
+// process, exposed in the text format at /metrics (the API's own route, and
+// a listener of its own on each worker), with the Temporal SDK's metrics in
+// the same registry (see SDKHandler). README.md lists the metrics with
+// example queries.
+package telemetry
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry is the process's metrics registry.
+var Registry = prometheus.NewRegistry()
+
+// Buckets of latency histograms, in seconds.
+var (
+	requestBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	stepBuckets    = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	waitBuckets    = []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
+)
+
+// The metrics. Labels stay few and bounded: routes are route patterns, never
+// paths with ids.
+var (
+	HTTPRequests = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_http_requests_total", Help: "API requests answered, by route pattern, method and status."},
+		[]string{"route", "method", "status"}))
+	HTTPDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trainyard_http_request_duration_seconds", Help: "API request latency, by route pattern and method.",
+		Buckets: requestBuckets}, []string{"route", "method"}))
+	JobsEnded = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_jobs_ended_total", Help: "Training jobs that ended, by kind and final status."},
+		[]string{"kind", "status"}))
+	JobsSubmitted = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_jobs_submitted_total", Help: "Training jobs accepted by the API, by kind."}, []string{"kind"}))
+	QueueWait = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trainyard_job_queue_wait_seconds", Help: "Time from a job's submission to the start of its first step, by kind.",
+		Buckets: waitBuckets}, []string{"kind"}))
+	StepDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trainyard_train_step_duration_seconds", Help: "Duration of one gradient step, by job kind.",
+		Buckets: stepBuckets}, []string{"kind"}))
+	TrainTokens = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_train_tokens_total", Help: "Tokens trained on (forward and backward), by job kind; rate() is tokens/s."},
+		[]string{"kind"}))
+	StateBytes = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "trainyard_train_state_bytes_saved_total", Help: "Bytes of adapter and optimizer state stored by training."}))
+	ChatFirstToken = register(prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "trainyard_chat_time_to_first_token_seconds", Help: "Time from a chat request to its first token.",
+		Buckets: requestBuckets}))
+	ChatTokens = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_chat_tokens_total", Help: "Tokens of chat completions, by kind (prompt, completion)."}, []string{"kind"}))
+	ChatRejected = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "trainyard_chat_rejected_total", Help: "Chat requests refused at the concurrency limits (429)."}))
+	AdapterCache = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_adapter_cache_requests_total", Help: "Adapter lookups of chat serving, by result (hit, miss)."},
+		[]string{"result"}))
+)
+
+func init() {
+	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+func register[C prometheus.Collector](c C) C {
+	Registry.MustRegister(c)
+	return c
+}
+
+// Handler serves the registry in the Prometheus text format.
+func Handler() http.Handler {
+	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})
+}
