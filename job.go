@@ -50,16 +50,19 @@ type Job struct {
 	// RequestHash is the digest of the job's request in canonical form
 	// ("" for jobs created before it was kept): a repeated Idempotency-Key
 	// must come with the same request.
-	RequestHash   string
-	CurrentStep   int  // gradient steps done so far; never decreases
-	SavedStep     int  // gradient steps whose training state is stored
-	TotalSteps    int  // 0 until known
-	Checkpoint    *int // the model step this job produced, once recorded
-	LatestMetrics map[string]float64
-	Error         *string
-	CreatedAt     time.Time
-	StartedAt     *time.Time
-	FinishedAt    *time.Time
+	RequestHash string
+	// RetryOf is the job this one retries ("" for an original); RetriedBy
+	// the job that retried this one ("" when none did).
+	RetryOf, RetriedBy string
+	CurrentStep        int  // gradient steps done so far; never decreases
+	SavedStep          int  // gradient steps whose training state is stored
+	TotalSteps         int  // 0 until known
+	Checkpoint         *int // the model step this job produced, once recorded
+	LatestMetrics      map[string]float64
+	Error              *string
+	CreatedAt          time.Time
+	StartedAt          *time.Time
+	FinishedAt         *time.Time
 }
 
 // JobUpdate changes some fields of a job; nil fields are left alone.

@@ -35,6 +35,9 @@ type jobResponse struct {
 	CheckpointStep *int               `json:"checkpoint_step"`
 	WorkflowID     string             `json:"workflow_id"`
 	RunID          *string            `json:"run_id"`
+	// RetryOf and RetriedBy link a retried job and its retry.
+	RetryOf   *string `json:"retry_of"`
+	RetriedBy *string `json:"retried_by"`
 	// The request's settings: the SFT data URL and config, and the
 	// experimental_config of either kind, as submitted.
 	TrainingDataURL    *string         `json:"training_data_url"`
@@ -78,6 +81,12 @@ func newJobResponse(j *trainyard.Job, l live) jobResponse {
 	}
 	if j.RunID != "" {
 		r.RunID = &j.RunID
+	}
+	if j.RetryOf != "" {
+		r.RetryOf = &j.RetryOf
+	}
+	if j.RetriedBy != "" {
+		r.RetriedBy = &j.RetriedBy
 	}
 	switch {
 	case r.Phase != "":

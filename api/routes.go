@@ -43,6 +43,7 @@ func (s *Server) routes() {
 		authed.GET("/preview/training-jobs/:training_job_id", s.getTrainingJob)
 		authed.GET("/preview/training-jobs/:training_job_id/events", s.listTrainingJobEvents)
 		authed.POST("/preview/training-jobs/:training_job_id/cancel", s.cancelTrainingJob)
+		authed.POST("/preview/training-jobs/:training_job_id/retry", s.retryTrainingJob)
 	}
 	if s.deps.Files != nil {
 		authed.POST("/preview/files", s.uploadFile)

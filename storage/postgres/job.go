@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -12,7 +13,7 @@ import (
 
 const jobColumns = `id, account_id, model_id, kind, status, idempotency_key, config, workflow_id, run_id,
 	current_step, total_steps, checkpoint, latest_metrics, error, created_at, started_at, finished_at, request_hash,
-	saved_step`
+	saved_step, retry_of, (SELECT r.id FROM jobs r WHERE r.retry_of = jobs.id) AS retried_by`
 
 // terminalStatuses is the SQL list of final job statuses.
 const terminalStatuses = `('COMPLETED', 'FAILED', 'CANCELLED')`
@@ -23,10 +24,17 @@ const terminalEventTypes = `('training_ended', 'training_failed')`
 func scanJob(row pgx.Row) (*trainyard.Job, error) {
 	j := &trainyard.Job{}
 	var hash pgtype.Text
+	var retryOf, retriedBy pgtype.UUID
 	err := row.Scan(&j.ID, &j.AccountID, &j.ModelID, &j.Kind, &j.Status, &j.IdempotencyKey, &j.Config,
 		&j.WorkflowID, &j.RunID, &j.CurrentStep, &j.TotalSteps, &j.Checkpoint, &j.LatestMetrics, &j.Error,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash, &j.SavedStep)
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash, &j.SavedStep, &retryOf, &retriedBy)
 	j.RequestHash = hash.String
+	if retryOf.Valid {
+		j.RetryOf = uuidString(retryOf.Bytes)
+	}
+	if retriedBy.Valid {
+		j.RetriedBy = uuidString(retriedBy.Bytes)
+	}
 	return j, err
 }
 
@@ -71,13 +79,14 @@ func (db *DB) CreateJob(ctx context.Context, j *trainyard.Job) (*trainyard.Job, 
 	// both are told apart below.
 	stored, err := scanJob(db.pool.QueryRow(ctx, `
 		INSERT INTO jobs (id, account_id, model_id, kind, status, idempotency_key, config, workflow_id, run_id,
-			current_step, total_steps, checkpoint, latest_metrics, error, started_at, finished_at, request_hash)
-		SELECT $1, m.account_id, m.id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, NULLIF($17, '')
+			current_step, total_steps, checkpoint, latest_metrics, error, started_at, finished_at, request_hash, retry_of)
+		SELECT $1, m.account_id, m.id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, NULLIF($17, ''),
+			(SELECT p.id FROM jobs p WHERE p.id = NULLIF($18, '')::uuid AND p.account_id = m.account_id)
 		FROM models m WHERE m.id = $3 AND m.account_id = $2
 		ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING `+jobColumns,
 		id, acct, mid, j.Kind, status, j.IdempotencyKey, config, j.WorkflowID, j.RunID,
-		j.CurrentStep, j.TotalSteps, j.Checkpoint, metrics, j.Error, j.StartedAt, j.FinishedAt, j.RequestHash))
+		j.CurrentStep, j.TotalSteps, j.Checkpoint, metrics, j.Error, j.StartedAt, j.FinishedAt, j.RequestHash, j.RetryOf))
 	if err == nil {
 		return stored, true, nil
 	}
@@ -213,3 +222,6 @@ func validStatus(s trainyard.JobStatus) bool {
 	}
 	return false
 }
+
+// uuidString formats a UUID's 16 bytes.
+func uuidString(b [16]byte) string { return uuid.UUID(b).String() }
