@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -66,19 +67,64 @@ func (b *Base) NewAdapter(cfg LoRAConfig, seed int64) (*Adapter, error) {
 	return &Adapter{baseName: b.name, cfg: b.w.Cfg, lora: l}, nil
 }
 
-// peftConfig is adapter_config.json in PEFT's field names.
+// peftConfig is adapter_config.json in PEFT's field names. The fields PEFT, vLLM and other loaders read to
+// decide the computation are always written (use_rslora false: the scale is lora_alpha/r; no DoRA, no extra
+// trained modules), so none falls back to a loader's default.
 type peftConfig struct {
-	PeftType       string   `json:"peft_type"`
-	TaskType       string   `json:"task_type"`
-	R              int      `json:"r"`
-	LoraAlpha      float32  `json:"lora_alpha"`
-	LoraDropout    float32  `json:"lora_dropout"`
-	TargetModules  []string `json:"target_modules"`
-	BaseModel      string   `json:"base_model_name_or_path"`
-	Bias           string   `json:"bias"`
-	FanInFanOut    bool     `json:"fan_in_fan_out"`
-	InferenceMode  bool     `json:"inference_mode"`
-	InitLoraWeight bool     `json:"init_lora_weights"`
+	PeftType       string      `json:"peft_type"`
+	TaskType       string      `json:"task_type"`
+	R              int         `json:"r"`
+	LoraAlpha      float32     `json:"lora_alpha"`
+	LoraDropout    float32     `json:"lora_dropout"`
+	TargetModules  peftTargets `json:"target_modules"`
+	BaseModel      string      `json:"base_model_name_or_path"`
+	Bias           string      `json:"bias"`
+	FanInFanOut    bool        `json:"fan_in_fan_out"`
+	InferenceMode  bool        `json:"inference_mode"`
+	InitLoraWeight bool        `json:"init_lora_weights"`
+	UseRSLoRA      bool        `json:"use_rslora"`
+	UseDoRA        bool        `json:"use_dora"`
+	ModulesToSave  []string    `json:"modules_to_save"`
+}
+
+// peftTargets is target_modules: a list of module names, or PEFT's shorthand "all-linear" (every projection
+// of the decoder layers). Other strings are regular expressions over module paths, which are not supported.
+type peftTargets []string
+
+func (p *peftTargets) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s != "all-linear" {
+			return fmt.Errorf("target_modules %q: only a list of module names or \"all-linear\" is supported", s)
+		}
+		*p = model.ModuleNames[:]
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("target_modules: %w", err)
+	}
+	*p = list
+	return nil
+}
+
+// check rejects PEFT options that change the computation in ways the engine does not implement.
+func (pc peftConfig) check() error {
+	switch {
+	case pc.PeftType != "" && !strings.EqualFold(pc.PeftType, "LORA"):
+		return fmt.Errorf("peft_type %q is not LORA", pc.PeftType)
+	case pc.Bias != "" && pc.Bias != "none":
+		return fmt.Errorf("bias %q is not supported (none)", pc.Bias)
+	case pc.UseRSLoRA:
+		return errors.New("use_rslora is not supported")
+	case pc.UseDoRA:
+		return errors.New("use_dora is not supported")
+	case pc.FanInFanOut:
+		return errors.New("fan_in_fan_out is not supported")
+	case len(pc.ModulesToSave) > 0:
+		return fmt.Errorf("modules_to_save %v is not supported", pc.ModulesToSave)
+	}
+	return nil
 }
 
 // Config returns the adapter's LoRA configuration (Hugging Face module names).
@@ -122,15 +168,15 @@ func (a *Adapter) Clone() *Adapter {
 	return &Adapter{baseName: a.baseName, cfg: a.cfg, lora: a.lora.Clone()}
 }
 
-// LoadAdapter reads an adapter saved by WriteWeights/ConfigJSON (or by PEFT for a compatible base). The
-// config's base_model_name_or_path, when set, must name this base.
+// LoadAdapter reads an adapter saved by WriteWeights/ConfigJSON (or by PEFT for a compatible base, in F32,
+// F16 or BF16). The config's base_model_name_or_path, when set, must name this base.
 func (b *Base) LoadAdapter(weights io.Reader, configJSON []byte) (*Adapter, error) {
 	var pc peftConfig
 	if err := json.Unmarshal(configJSON, &pc); err != nil {
 		return nil, fmt.Errorf("%w: adapter_config.json: %v", ErrInvalidInput, err)
 	}
-	if pc.PeftType != "" && !strings.EqualFold(pc.PeftType, "LORA") {
-		return nil, fmt.Errorf("%w: peft_type %q is not LORA", ErrInvalidInput, pc.PeftType)
+	if err := pc.check(); err != nil {
+		return nil, fmt.Errorf("%w: adapter_config.json: %v", ErrInvalidInput, err)
 	}
 	if pc.BaseModel != "" && pc.BaseModel != b.name {
 		return nil, fmt.Errorf("%w: adapter is for base %q, not %q", ErrInvalidInput, pc.BaseModel, b.name)

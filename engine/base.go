@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 
 	"github.com/trainyard/trainyard/engine/chat"
@@ -22,10 +18,17 @@ import (
 // Base is a frozen base model with its tokenizer and chat template. It is safe for concurrent use:
 // sampling from many goroutines, with different adapters at once; its weights never change after loading.
 type Base struct {
-	name string
-	w    *model.Weights
-	tok  *tokenizer.Tokenizer
-	tmpl *chat.Template
+	name  string
+	w     *model.Weights
+	tok   tokenizer.Codec
+	stops []int
+	tmpl  chat.Renderer
+	// callStart and callEnd are the tokens that open and close a tool call (<tool_call>, </tool_call>);
+	// -1 when the model writes its calls as bare JSON (Llama 3).
+	callStart, callEnd int
+	// lr are the recommended learning rates (RL, SFT); ok is false when there are none.
+	lrRL, lrSFT float64
+	lrOK        bool
 }
 
 // BuiltinNames lists the models OpenBuiltin knows, e.g. "trainyard/tiny-chat".
@@ -44,64 +47,42 @@ func OpenBuiltin(name string) (*Base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	b, err := load(name, cfgJSON, [][]byte{weights})
-	if err != nil {
-		return nil, err
-	}
-	actual, _ := builtins.LoadOrStore(name, b)
-	return actual.(*Base), nil
-}
-
-// OpenDir loads a Llama-architecture checkpoint from dir: config.json and model.safetensors, or the shards
-// listed in model.safetensors.index.json. The engine's byte-level tokenizer is used, so the checkpoint's
-// vocabulary must be laid out as bytes 0..255 followed by the special tokens (as trainyard's own models
-// are); the name is the directory's base name.
-func OpenDir(dir string) (*Base, error) {
-	cfgJSON, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
-	}
-	files := []string{"model.safetensors"}
-	if idx, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
-		var index struct {
-			WeightMap map[string]string `json:"weight_map"`
-		}
-		if err := json.Unmarshal(idx, &index); err != nil {
-			return nil, fmt.Errorf("%w: model.safetensors.index.json: %v", ErrInvalidInput, err)
-		}
-		seen := map[string]bool{}
-		files = files[:0]
-		for _, f := range index.WeightMap {
-			if !seen[f] {
-				seen[f] = true
-				files = append(files, f)
-			}
-		}
-		sort.Strings(files)
-	}
-	var blobs [][]byte
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Clean("/" + f)[1:]))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
-		}
-		blobs = append(blobs, b)
-	}
-	return load(filepath.Base(dir), cfgJSON, blobs)
-}
-
-func load(name string, cfgJSON []byte, blobs [][]byte) (*Base, error) {
 	cfg, err := model.ParseHFConfig(cfgJSON)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	tok := tokenizer.New()
-	if cfg.VocabSize < tok.VocabSize() {
-		return nil, fmt.Errorf("%w: vocabulary of %d is smaller than the byte tokenizer's %d", ErrInvalidInput, cfg.VocabSize, tok.VocabSize())
+	// The built-in model is small (13 MB) and was pretrained and tuned in float32: keep it exact.
+	w, err := loadWeights(cfg, [][]byte{weights}, model.F32)
+	if err != nil {
+		return nil, err
 	}
+	b, err := byteLevelBase(name, w)
+	if err != nil {
+		return nil, err
+	}
+	b.lrRL, b.lrSFT, b.lrOK = zoo.LearningRates(name)
+	actual, _ := builtins.LoadOrStore(name, b)
+	return actual.(*Base), nil
+}
+
+// byteLevelBase pairs weights with the engine's byte-level tokenizer and built-in ChatML template.
+func byteLevelBase(name string, w *model.Weights) (*Base, error) {
+	tok := tokenizer.New()
+	if w.Cfg.VocabSize < tok.VocabSize() {
+		return nil, fmt.Errorf("%w: vocabulary of %d is smaller than the byte tokenizer's %d", ErrInvalidInput, w.Cfg.VocabSize, tok.VocabSize())
+	}
+	return &Base{name: name, w: w, tok: tok, stops: tok.StopTokens(), tmpl: chat.NewTemplate(tok),
+		callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd)}, nil
+}
+
+// OpenDir loads the model directory dir under the name of its base name; see OpenSnapshot.
+func OpenDir(dir string) (*Base, error) { return OpenSnapshot(filepath.Base(dir), dir) }
+
+// loadWeights reads the safetensors blobs into weights for cfg, its matrices held as dtype.
+func loadWeights(cfg model.Config, blobs [][]byte, dtype model.DType) (*model.Weights, error) {
 	tensors := map[string]safetensors.Tensor{}
 	for _, b := range blobs {
-		f, err := safetensors.Read(bytes.NewReader(b))
+		f, err := safetensors.Parse(b) // views of b, converted once by LoadWeights
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 		}
@@ -109,21 +90,21 @@ func load(name string, cfgJSON []byte, blobs [][]byte) (*Base, error) {
 			tensors[k] = v
 		}
 	}
-	w, err := model.LoadWeights(cfg, tensors)
+	w, err := model.LoadWeights(cfg, tensors, dtype)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	return &Base{name: name, w: w, tok: tok, tmpl: chat.NewTemplate(tok)}, nil
+	return w, nil
 }
 
 // Name is the model's name (e.g. "trainyard/tiny-chat").
 func (b *Base) Name() string { return b.name }
 
 // RecommendedLearningRates returns the learning rates LoRA training of a built-in model is known to work
-// at, for RL and for SFT; ok is false for a model opened with OpenDir (whose name, a directory's base name,
-// is never a built-in name), which has no recommendation.
+// at, for RL and for SFT; ok is false for a model opened from a directory, which has no recommendation
+// (jobs then use the service's defaults).
 func (b *Base) RecommendedLearningRates() (rl, sft float64, ok bool) {
-	return zoo.LearningRates(b.name)
+	return b.lrRL, b.lrSFT, b.lrOK
 }
 
 // ContextLength is the maximum number of tokens of a sequence (prompt plus completion).
@@ -133,7 +114,30 @@ func (b *Base) ContextLength() int { return b.w.Cfg.MaxSeqLen }
 func (b *Base) NumParams() int { return b.w.Cfg.NumParams() }
 
 // Tokenizer returns the model's tokenizer.
-func (b *Base) Tokenizer() *tokenizer.Tokenizer { return b.tok }
+func (b *Base) Tokenizer() tokenizer.Codec { return b.tok }
+
+// StopTokens returns the ids that end a generated assistant turn.
+func (b *Base) StopTokens() []int { return b.stops }
+
+// TokenBytes returns the bytes of token id (nil for an id no token has); with StopTokens it is what the
+// sampler reads of the tokenizer.
+func (b *Base) TokenBytes(id int) []byte { return b.tok.TokenBytes(id) }
+
+// ToolCallTokens returns the tokens that open and close a tool call (Qwen's and the built-in models'
+// <tool_call> and </tool_call>); ok is false for a model that writes a call as bare JSON (Llama 3).
+func (b *Base) ToolCallTokens() (start, end int, ok bool) {
+	return b.callStart, b.callEnd, b.callStart >= 0 && b.callEnd >= 0
+}
+
+// ParseToolCalls reads the tool calls of a completion's text in the model's format: <tool_call> blocks,
+// or for a model without those tokens one JSON object {"name", "parameters"} making up the whole answer.
+// It returns the remaining content and the calls (ids call_0, call_1, ...).
+func (b *Base) ParseToolCalls(text string) (string, []ToolCall) {
+	if _, _, ok := b.ToolCallTokens(); ok {
+		return chat.ParseToolCalls(text)
+	}
+	return chat.ParseJSONToolCall(text)
+}
 
 // RenderPrompt renders msgs (and tools, into the system turn) followed by the assistant header, ready for
 // Sample.
@@ -143,7 +147,7 @@ func (b *Base) RenderPrompt(msgs []Message, tools []Tool) ([]int, error) {
 }
 
 // RenderTraining renders a conversation as a training sequence; assistant turns with Trainable set get
-// loss on their tokens and their closing <|im_end|>.
+// loss on their tokens and their closing end-of-turn marker (<|im_end|>, <|eot_id|>, ...).
 func (b *Base) RenderTraining(msgs []Message, tools []Tool) (Sequence, error) {
 	s, err := b.tmpl.RenderTraining(msgs, tools)
 	return s, wrapInput(err)
@@ -159,7 +163,7 @@ func (b *Base) Sample(ctx context.Context, a *Adapter, prompt []int, p SamplePar
 	if err != nil {
 		return nil, err
 	}
-	return sampleResult(sample.Run(ctx, b.w, lora, b.tok, prompt, p, onToken))
+	return sampleResult(sample.Run(ctx, b.w, lora, b, prompt, p, onToken))
 }
 
 // loraOf returns the LoRA weights of adapter a (nil for nil), which must belong to b.

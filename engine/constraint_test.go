@@ -40,7 +40,7 @@ func TestSampleConstraintForcesTokens(t *testing.T) {
 	b := tinyBase(t, 3)
 	prompt := constraintPrompt(t, b)
 	want := b.Tokenizer().Encode(`{"ok":true}`)
-	stop := b.Tokenizer().StopTokens()[0]
+	stop := b.StopTokens()[0]
 	for _, temp := range []float32{0, 1} {
 		p := SampleParams{Temperature: temp, TopP: 0.9, TopK: 5, Seed: 7, N: 3, MaxTokens: 40,
 			Constraint: func(int) Constraint { return &scriptConstraint{script: want, stop: stop} }}

@@ -3,9 +3,10 @@
 // RL training steps (Trainer) and sampling with logprobs (Base.Sample).
 //
 // Everything runs in pure Go on the CPU (matrix products in engine/linalg). The engine imports nothing else
-// of the project. Sub-packages: tokenizer, chat (template), model (Llama forward/backward, LoRA, KV cache),
-// train (losses, AdamW), sample (decoding), safetensors, zoo (built-in weights), pretrain (the recipe of the
-// built-in model). See DESIGN.md for formulas and measurements.
+// of the project. Sub-packages: tokenizer, chat (template), model (Llama, Qwen2 and Qwen3 forward/backward,
+// LoRA, KV cache; float32 or bfloat16 base matrices), train (losses, AdamW), sample (decoding), safetensors,
+// zoo (built-in weights), pretrain (the recipe of the built-in model), torchref (PyTorch parity). See
+// DESIGN.md for formulas and measurements.
 package engine
 
 import (

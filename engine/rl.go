@@ -65,11 +65,10 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 			"learning_rate": float64(opt.LearningRate)}, nil
 	}
 	t.zeroGrads()
-	V := t.base.w.Cfg.VocabSize
 	var sum train.RLResult
 	var entropy float64
 	var flops int64
-	for ci, idx := range chunks(seqs) {
+	for ci, idx := range t.microBatches(seqs) {
 		var ref []float64
 		if cfg.KLPenaltyCoef > 0 {
 			if ref, flops, err = t.refLogprobs(ctx, seqs, idx, flops); err != nil {
@@ -81,42 +80,74 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 			return nil, err
 		}
 		rows, targets, pos := trainRows(p, seqs, idx)
-		logits := p.Logits(rows)
-		st := train.Stats(logits, V, targets)
-		rl := make([]train.RLSeq, len(idx))
-		owner := map[int]int{}
-		for k, si := range idx {
-			owner[si] = k
-			rl[k].Advantage = adv[si]
-		}
-		for r, ps := range pos {
-			k := owner[ps[0]]
-			rl[k].Logp = append(rl[k].Logp, st.Logprob[r])
-			old := math.NaN()
-			if ol := seqs[ps[0]].OldLogprobs; ol != nil {
-				old = float64(ol[ps[1]])
+		// rlSeqs groups rows lo..hi (whose logprobs are logp) by sequence: a sequence's rows are contiguous.
+		rlSeqs := func(lo, hi int, logp []float64) []train.RLSeq {
+			var out []train.RLSeq
+			for r := lo; r < hi; r++ {
+				si, j := pos[r][0], pos[r][1]
+				if r == lo || pos[r-1][0] != si {
+					out = append(out, train.RLSeq{Advantage: adv[si]})
+				}
+				s := &out[len(out)-1]
+				s.Logp = append(s.Logp, logp[r-lo])
+				old := math.NaN()
+				if ol := seqs[si].OldLogprobs; ol != nil {
+					old = float64(ol[j])
+				}
+				s.Old = append(s.Old, old)
+				if ref != nil {
+					s.Ref = append(s.Ref, ref[r])
+				}
 			}
-			rl[k].Old = append(rl[k].Old, old)
-			if ref != nil {
-				rl[k].Ref = append(rl[k].Ref, ref[r])
+			return out
+		}
+		add := func(res train.RLResult) []float64 {
+			sum.Loss, sum.PolicyLoss, sum.KL, sum.Ratio = sum.Loss+res.Loss, sum.PolicyLoss+res.PolicyLoss, sum.KL+res.KL, sum.Ratio+res.Ratio
+			sum.Clipped += res.Clipped
+			var coef []float64
+			for _, c := range res.Coef {
+				coef = append(coef, c...)
 			}
-			entropy += st.Entropy[r]
+			return coef
 		}
-		res, err := train.RLLoss(rl, cfg, float64(n))
-		if err != nil {
-			return nil, err
+		var st train.TokenStats
+		if cfg.ImportanceSamplingLevel == "sequence" {
+			// A token's gradient depends on its whole sequence's ratio: logprobs first, then the head
+			// again with the gradients (one more head product, instead of holding every row's logits).
+			if st, err = t.head(p, rows, targets, nil); err != nil {
+				return nil, err
+			}
+			res, err := train.RLLoss(rlSeqs(0, len(rows), st.Logprob), cfg, float64(n))
+			if err != nil {
+				return nil, err
+			}
+			coef := add(res)
+			_, err = t.head(p, rows, targets, func(lo, hi int, _ train.TokenStats) ([]float64, error) {
+				return coef[lo:hi], nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			// Token level: every token's gradient depends on that token alone, so one head pass suffices.
+			st, err = t.head(p, rows, targets, func(lo, hi int, cst train.TokenStats) ([]float64, error) {
+				res, err := train.RLLoss(rlSeqs(lo, hi, cst.Logprob), cfg, float64(n))
+				if err != nil {
+					return nil, err
+				}
+				return add(res), nil
+			})
+			if err != nil {
+				return nil, err
+			}
 		}
-		coef := make([]float64, 0, len(rows))
-		for _, c := range res.Coef {
-			coef = append(coef, c...)
+		for _, e := range st.Entropy {
+			entropy += e
 		}
-		train.LogprobGrad(logits, V, targets, coef)
-		if err := p.Backward(ctx, rows, logits, model.Grads{L: t.grads}); err != nil {
+		if err := p.BackwardHidden(ctx, model.Grads{L: t.grads}); err != nil {
 			return nil, err
 		}
 		flops += p.FlopsFwd + p.FlopsBwd
-		sum.Loss, sum.PolicyLoss, sum.KL, sum.Ratio = sum.Loss+res.Loss, sum.PolicyLoss+res.PolicyLoss, sum.KL+res.KL, sum.Ratio+res.Ratio
-		sum.Clipped += res.Clipped
 	}
 	stats, err := t.update(opt, start, tokens, n, len(batch), flops)
 	if err != nil {
@@ -136,8 +167,8 @@ func (t *Trainer) refLogprobs(ctx context.Context, seqs []Sequence, idx []int, f
 		return nil, flops, err
 	}
 	rows, targets, _ := trainRows(p, seqs, idx)
-	st := train.Stats(p.Logits(rows), t.base.w.Cfg.VocabSize, targets)
-	return st.Logprob, flops + p.FlopsFwd, nil
+	st, err := t.head(p, rows, targets, nil)
+	return st.Logprob, flops + p.FlopsFwd, err
 }
 
 // SequenceLogprobs returns, for every sequence, the logprob of each token under base + adapter (index 0,
@@ -155,8 +186,7 @@ func (t *Trainer) SequenceLogprobs(ctx context.Context, seqs []Sequence) ([][]fl
 		return nil, err
 	}
 	out := make([][]float32, len(seqs))
-	V := t.base.w.Cfg.VocabSize
-	for _, idx := range chunks(seqs) {
+	for _, idx := range t.microBatches(seqs) {
 		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, false, 0)
 		if err != nil {
 			return nil, err
@@ -170,7 +200,10 @@ func (t *Trainer) SequenceLogprobs(ctx context.Context, seqs []Sequence) ([][]fl
 				targets = append(targets, seqs[si].Tokens[j])
 			}
 		}
-		st := train.Stats(p.Logits(rows), V, targets)
+		st, err := t.head(p, rows, targets, nil)
+		if err != nil {
+			return nil, err
+		}
 		r := 0
 		for _, si := range idx {
 			for j := 1; j < len(seqs[si].Tokens); j++ {

@@ -7,7 +7,8 @@ import (
 )
 
 // Sampler samples from one base model plus one adapter (or none), batching the decoding steps of concurrent
-// Sample calls: n requests in flight read the weights once per token instead of n times. A call decoded
+// Sample calls, and the prefills of those that arrive together: n requests in flight read the weights once
+// per token (and once per group of prompts) instead of n times. A call decoded
 // alone gets exactly what Base.Sample gives for the same seed; in a batch, only the rounding of the matrix
 // kernels (which depend on the row count) differs, so logprobs agree to about 1e-6 and a token can differ
 // only at a near-tie — the usual "best effort" of a seed under load. It is safe for concurrent use; the
@@ -22,7 +23,7 @@ func (b *Base) NewSampler(a *Adapter) (*Sampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sampler{batch: sample.NewBatcher(b.w, lora, b.tok)}, nil
+	return &Sampler{batch: sample.NewBatcher(b.w, lora, b)}, nil
 }
 
 // Sample is Base.Sample through the batch: the same parameters, errors and onToken contract (called on the

@@ -94,7 +94,7 @@ func TestSamplerCancellation(t *testing.T) {
 	// runs on the caller's goroutine, which the decoding loop does not wait for, so a cancel from there can
 	// arrive after the request has already run to the end of the context. It may not stop on its own either.
 	ctx, cancel := context.WithCancel(context.Background())
-	stops := b.Tokenizer().StopTokens()
+	stops := b.StopTokens()
 	long := SampleParams{Temperature: 1, Seed: 1, // until the context is full
 		Constraint: func(int) Constraint { return cancelOnFirstToken{cancel: cancel, forbid: stops} }}
 	errc := make(chan error, 1)

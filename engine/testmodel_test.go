@@ -3,7 +3,6 @@ package engine
 import (
 	"testing"
 
-	"github.com/trainyard/trainyard/engine/chat"
 	"github.com/trainyard/trainyard/engine/model"
 	"github.com/trainyard/trainyard/engine/tokenizer"
 )
@@ -27,8 +26,11 @@ func tinyBase(t testing.TB, seed int64) *Base {
 			}
 		}
 	}
-	tok := tokenizer.New()
-	return &Base{name: "test/tiny", w: w, tok: tok, tmpl: chat.NewTemplate(tok)}
+	b, err := byteLevelBase("test/tiny", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func baseBits(b *Base) []uint32 {

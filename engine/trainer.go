@@ -31,18 +31,26 @@ func ScheduleLR(rates []float32, step int, def float32) float32 {
 // RL, policy_loss, entropy, kl_div, clip_fraction, mean_importance_ratio.
 type StepStats map[string]float64
 
-// maxChunkTokens bounds the tokens of one forward/backward pass; larger batches accumulate gradients over
-// several passes (exactly, the loss is normalised over the whole batch), which bounds activation memory.
-const maxChunkTokens = 4096
+// DefaultActivationBudget is the arena memory a training pass may take before a batch is split into
+// micro-batches (see Trainer.SetActivationBudget).
+const DefaultActivationBudget = 1 << 30
 
 // Trainer trains an adapter on top of a frozen base. Steps are serialised; the adapter is modified in place.
+//
+// A batch is processed in micro-batches whose activations fit the activation budget, with the adapter's
+// gradients accumulated over them and one optimizer update per step: the result is that of one pass over
+// the whole batch (up to float rounding), and a step's memory does not grow with the batch.
 type Trainer struct {
-	mu      sync.Mutex
-	base    *Base
-	adapter *Adapter
-	opt     *OptimizerState
-	grads   *model.LoRA
-	arena   model.Arena
+	mu       sync.Mutex
+	base     *Base
+	adapter  *Adapter
+	opt      *OptimizerState
+	grads    *model.LoRA
+	budget   int64
+	arena    model.Arena // activations of the training pass
+	refArena model.Arena // buffers of passes without backward (reference and evaluation logprobs)
+	logits   []float32   // one chunk of head logits
+	headRows int         // rows per head chunk (0: headChunkRows; tests set it to force chunking)
 }
 
 // NewTrainer returns a trainer for adapter a (which must belong to b) with optimizer state opt (nil = fresh).
@@ -50,7 +58,16 @@ func NewTrainer(b *Base, a *Adapter, opt *OptimizerState) *Trainer {
 	if opt == nil {
 		opt = NewOptimizerState(a)
 	}
-	return &Trainer{base: b, adapter: a, opt: opt, grads: a.lora.ZeroLike()}
+	return &Trainer{base: b, adapter: a, opt: opt, grads: a.lora.ZeroLike(), budget: DefaultActivationBudget}
+}
+
+// SetActivationBudget sets the arena memory (bytes) one training pass may use; batches that need more are
+// split into micro-batches of whole sequences (a sequence that alone needs more forms its own). Smaller
+// budgets bound memory tighter at some cost in speed; results do not depend on it beyond float rounding.
+func (t *Trainer) SetActivationBudget(bytes int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.budget = bytes
 }
 
 // Adapter returns the adapter being trained.
@@ -86,19 +103,21 @@ func (t *Trainer) validate(seqs []Sequence) (tokens, trainable int, err error) {
 	return tokens, trainable, nil
 }
 
-// chunks splits sequence indexes into consecutive groups of at most maxChunkTokens tokens (a longer single
-// sequence forms its own group).
-func chunks(seqs []Sequence) [][]int {
+// microBatches splits sequence indexes into consecutive groups whose training pass fits the activation
+// budget (a sequence that alone does not fit forms its own group).
+func (t *Trainer) microBatches(seqs []Sequence) [][]int {
+	l := t.adapter.lora
 	var out [][]int
 	var cur []int
-	n := 0
+	var used int64
 	for i, s := range seqs {
-		if len(cur) > 0 && n+len(s.Tokens) > maxChunkTokens {
+		need := model.TrainPassBytes(t.base.w.Cfg, l.Rank, l.Targets, l.Dropout > 0, []int{len(s.Tokens)})
+		if len(cur) > 0 && used+need > t.budget {
 			out = append(out, cur)
-			cur, n = nil, 0
+			cur, used = nil, 0
 		}
 		cur = append(cur, i)
-		n += len(s.Tokens)
+		used += need
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
@@ -127,11 +146,11 @@ func (t *Trainer) forward(ctx context.Context, seqs []Sequence, idx []int, lora 
 	for i, si := range idx {
 		toks[i] = seqs[si].Tokens
 	}
-	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed}
+	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed, Arena: &t.refArena}
 	if keep {
-		t.arena.Reset()
 		opt.Arena = &t.arena
 	}
+	opt.Arena.Reset()
 	p, err := t.base.w.Forward(ctx, toks, opt)
 	switch {
 	case errors.Is(err, model.ErrInput):
@@ -158,25 +177,29 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence, opt AdamWConfig)
 		return nil, fmt.Errorf("%w: no trainable tokens", ErrInvalidInput)
 	}
 	t.zeroGrads()
-	V := t.base.w.Cfg.VocabSize
 	var loss, entropy float64
 	var flops int64
-	for ci, idx := range chunks(seqs) {
+	var coef []float64 // ∂loss/∂logp = −1/n for every row of a chunk
+	for ci, idx := range t.microBatches(seqs) {
 		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.opt.st.Step*1000+int64(ci))
 		if err != nil {
 			return nil, err
 		}
 		rows, targets, _ := trainRows(p, seqs, idx)
-		logits := p.Logits(rows)
-		st := train.Stats(logits, V, targets)
-		coef := make([]float64, len(rows))
-		for i := range coef {
+		st, err := t.head(p, rows, targets, func(lo, hi int, _ train.TokenStats) ([]float64, error) {
+			for len(coef) < hi-lo {
+				coef = append(coef, -1/float64(n))
+			}
+			return coef[:hi-lo], nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
 			loss -= st.Logprob[i]
 			entropy += st.Entropy[i]
-			coef[i] = -1 / float64(n)
 		}
-		train.LogprobGrad(logits, V, targets, coef)
-		if err := p.Backward(ctx, rows, logits, model.Grads{L: t.grads}); err != nil {
+		if err := p.BackwardHidden(ctx, model.Grads{L: t.grads}); err != nil {
 			return nil, err
 		}
 		flops += p.FlopsFwd + p.FlopsBwd
@@ -227,5 +250,5 @@ func (t *Trainer) update(opt AdamWConfig, start time.Time, tokens, trainable, se
 func (t *Trainer) ReleaseMemory() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.arena = model.Arena{}
+	t.arena, t.refArena, t.logits = model.Arena{}, model.Arena{}, nil
 }

@@ -101,3 +101,17 @@ func TestParseToolCalls(t *testing.T) {
 		t.Fatalf("round trip: %+v", cs)
 	}
 }
+
+// TestParseJSONToolCall: Llama 3's format, a whole answer that is {"name", "parameters"}, becomes one call;
+// anything else stays content.
+func TestParseJSONToolCall(t *testing.T) {
+	c, calls := ParseJSONToolCall(" {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n")
+	if c != "" || len(calls) != 1 || calls[0] != (ToolCall{ID: "call_0", Name: "get_weather", Arguments: `{"city": "Oslo"}`}) {
+		t.Fatalf("content %q calls %+v", c, calls)
+	}
+	for _, text := range []string{`Sure: {"name": "f", "parameters": {}}`, `{"title": "not a call"}`, `{"name": "f"`, "hello"} {
+		if c, calls := ParseJSONToolCall(text); c != text || calls != nil {
+			t.Fatalf("%q: content %q calls %+v", text, c, calls)
+		}
+	}
+}

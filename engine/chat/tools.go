@@ -144,9 +144,14 @@ func parseCall(body string) (ToolCall, bool) {
 	var v struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		// Parameters is Llama 3's name for the arguments.
+		Parameters json.RawMessage `json:"parameters"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(body)), &v); err != nil || v.Name == "" {
 		return ToolCall{}, false
+	}
+	if len(v.Arguments) == 0 {
+		v.Arguments = v.Parameters
 	}
 	args := strings.TrimSpace(string(v.Arguments))
 	if args == "" || args == "null" {
@@ -159,4 +164,20 @@ func parseCall(body string) (ToolCall, bool) {
 		}
 	}
 	return ToolCall{Name: v.Name, Arguments: args}, true
+}
+
+// ParseJSONToolCall reads the tool-call format of Llama 3's templates, where the whole answer is one JSON
+// object {"name": ..., "parameters": {...}} ("arguments" is accepted too). Text that is not exactly such
+// an object is returned unchanged as content, with no calls.
+func ParseJSONToolCall(text string) (string, []ToolCall) {
+	body := strings.TrimSpace(text)
+	if !strings.HasPrefix(body, "{") || !strings.HasSuffix(body, "}") {
+		return text, nil
+	}
+	call, ok := parseCall(body)
+	if !ok {
+		return text, nil
+	}
+	call.ID = "call_0"
+	return "", []ToolCall{call}
 }

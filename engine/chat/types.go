@@ -39,8 +39,11 @@ type Tool struct {
 
 // Message is one conversation turn with plain-text content (callers flatten content parts).
 type Message struct {
-	Role       string // system, developer, user, assistant, tool, function
-	Content    string
+	Role    string // system, developer, user, assistant, tool, function
+	Content string
+	// Reasoning is an assistant turn's reasoning text (reasoning_content in OpenAI-compatible servers).
+	// Hugging Face chat templates that know it (Qwen3) render it; the built-in template ignores it.
+	Reasoning  string
 	Name       string
 	ToolCalls  []ToolCall
 	ToolCallID string
@@ -71,3 +74,15 @@ func (s Sequence) NumTrainable() int {
 	}
 	return n
 }
+
+// Renderer turns conversations into token ids for a model: the built-in Template, and
+// hftemplate.Encoder for a model's own Jinja chat_template with its Hugging Face tokenizer.
+type Renderer interface {
+	// RenderPrompt renders msgs (tools offered as the template does) followed by the assistant header the
+	// model continues from.
+	RenderPrompt(msgs []Message, tools []Tool) ([]int, error)
+	// RenderTraining renders a whole conversation with loss on the Trainable assistant turns' output.
+	RenderTraining(msgs []Message, tools []Tool) (Sequence, error)
+}
+
+var _ Renderer = (*Template)(nil)

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/trainyard/trainyard/engine/linalg"
@@ -21,22 +22,33 @@ func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Gr
 	if !p.opt.Keep {
 		return errors.New("model: Backward needs a pass run with Keep")
 	}
+	if err := checkGradDType(g); err != nil {
+		return err
+	}
+	p.AddHeadGrad(rows, dLogits, g)
+	return p.BackwardHidden(ctx, g)
+}
+
+// checkGradDType refuses a full-weight gradient buffer the products cannot write into.
+func checkGradDType(g Grads) error {
+	if g.W != nil && g.W.DType() != F32 {
+		return fmt.Errorf("model: full-weight gradients need a float32 buffer, not %s", g.W.DType())
+	}
+	return nil
+}
+
+// BackwardHidden back-propagates the gradient w.r.t. the final hidden states that AddHeadGrad accumulated
+// (none: zero) through the pass and adds the parameter gradients to g.
+func (p *Pass) BackwardHidden(ctx context.Context, g Grads) error {
+	if !p.opt.Keep {
+		return errors.New("model: Backward needs a pass run with Keep")
+	}
+	if err := checkGradDType(g); err != nil {
+		return err
+	}
 	c, ar := p.w.Cfg, p.opt.Arena
-	R, D, V := len(rows), c.Dim, c.VocabSize
-	dh := ar.dirty(R * D)
-	linalg.Sgemm(false, false, R, D, V, 1, dLogits, V, p.w.Output, D, 0, dh, D)
-	p.FlopsBwd += int64(2 * R * D * V)
-	if g.W != nil {
-		linalg.Sgemm(true, false, V, D, R, 1, dLogits, V, p.gather(rows), D, 1, g.W.Output, D)
-		p.FlopsBwd += int64(2 * R * D * V)
-	}
-	dhf := ar.alloc(p.N * D)
-	for i, r := range rows {
-		row := dhf[r*D : (r+1)*D]
-		for j, v := range dh[i*D : (i+1)*D] {
-			row[j] += v
-		}
-	}
+	D := c.Dim
+	dhf := p.hiddenGrad()
 	dx := ar.alloc(p.N * D)
 	var dFinal []float32
 	if g.W != nil {
@@ -54,7 +66,7 @@ func (p *Pass) Backward(ctx context.Context, rows []int, dLogits []float32, g Gr
 		t := 0
 		for _, toks := range p.seqs {
 			for _, id := range toks {
-				linalg.Axpy(1, dx[t*D:(t+1)*D], g.W.Embed[id*D:(id+1)*D])
+				linalg.Axpy(1, dx[t*D:(t+1)*D], g.W.Embed.F32[id*D:(id+1)*D])
 				t++
 			}
 		}
@@ -85,6 +97,17 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	clear(dv)
 	p.attentionBack(lc, datt, dq, dk, dv)
 	p.w.rope.applyRows(dq, dk, c.Heads, c.KVHeads, p.pos, true)
+	if c.QKNorm { // back through the per-head norms to the projections' outputs
+		var gq, gk []float32
+		if gl != nil {
+			gq, gk = gl.QNorm, gl.KNorm
+		}
+		clear(sc.dqr)
+		clear(sc.dkr)
+		rmsNormBack(sc.dqr, gq, dq, lc.qraw, ly.QNorm, lc.rq, c.HeadDim)
+		rmsNormBack(sc.dkr, gk, dk, lc.kraw, ly.KNorm, lc.rk, c.HeadDim)
+		dq, dk = sc.dqr, sc.dkr
+	}
 	dh1 := sc.dh
 	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
 	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
@@ -110,12 +133,17 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
 	if needDX {
-		linalg.Sgemm(false, false, N, in, out, 1, dy, out, p.w.Layers[l].W[m], in, beta, dx, in)
+		p.w.Layers[l].W[m].Mul(N, dy, beta, dx)
 		p.FlopsBwd += int64(2 * N * in * out)
 	}
 	if g.W != nil {
-		linalg.Sgemm(true, false, out, in, N, 1, dy, out, x, in, 1, g.W.Layers[l].W[m], in)
+		linalg.Sgemm(true, false, out, in, N, 1, dy, out, x, in, 1, g.W.Layers[l].W[m].F32, in)
 		p.FlopsBwd += int64(2 * N * in * out)
+		if gb := g.W.Layers[l].Bias[m]; gb != nil {
+			for r := 0; r < N; r++ {
+				linalg.Axpy(1, dy[r*out:(r+1)*out], gb)
+			}
+		}
 	}
 	if p.lora == nil || !p.lora.Targets[m] {
 		return
@@ -189,11 +217,16 @@ func (p *Pass) attentionBack(lc *layerCache, datt, dq, dk, dv []float32) {
 // backScratch holds the per-layer gradient buffers, reused by every layer of one Backward.
 type backScratch struct {
 	da, dg, du, dh, datt, dq, dk, dv []float32
+	dqr, dkr                         []float32 // QKNorm: gradients w.r.t. the projections' outputs
 }
 
 func (p *Pass) newBackScratch() *backScratch {
 	c, ar, N := p.w.Cfg, p.opt.Arena, p.N
-	return &backScratch{da: ar.dirty(N * c.Hidden), dg: ar.dirty(N * c.Hidden), du: ar.dirty(N * c.Hidden),
+	sc := &backScratch{da: ar.dirty(N * c.Hidden), dg: ar.dirty(N * c.Hidden), du: ar.dirty(N * c.Hidden),
 		dh: ar.dirty(N * c.Dim), datt: ar.dirty(N * c.QDim()), dq: ar.dirty(N * c.QDim()),
 		dk: ar.dirty(N * c.KVDim()), dv: ar.dirty(N * c.KVDim())}
+	if c.QKNorm {
+		sc.dqr, sc.dkr = ar.dirty(N*c.QDim()), ar.dirty(N*c.KVDim())
+	}
+	return sc
 }

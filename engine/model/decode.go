@@ -39,18 +39,47 @@ func (c *Cache) Clone() *Cache {
 
 // Prefill runs tokens through the model into an empty cache and returns the logits of the last position.
 func (w *Weights) Prefill(ctx context.Context, c *Cache, tokens []int, lora *LoRA) ([]float32, error) {
-	if c.Len != 0 || len(tokens) > c.cap {
-		return nil, fmt.Errorf("%w: prefill of %d tokens into cache of %d/%d", ErrInput, len(tokens), c.Len, c.cap)
+	return w.PrefillBatch(ctx, []*Cache{c}, [][]int{tokens}, lora)
+}
+
+// PrefillBatch prefills several prompts, each into its own empty cache, in one forward pass (causal
+// attention stays within each prompt), so the weights are read once for the group instead of once per
+// prompt. It returns [len(prompts) × vocab] logits: the last position of each prompt. A prompt's result
+// differs from prefilling it alone only by the rounding of the matrix kernels for a different row count.
+func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][]int, lora *LoRA) ([]float32, error) {
+	if len(caches) != len(prompts) || len(prompts) == 0 {
+		return nil, fmt.Errorf("%w: %d caches for %d prompts", ErrInput, len(caches), len(prompts))
 	}
-	p, err := w.Forward(ctx, [][]int{tokens}, PassOptions{LoRA: lora, OnKV: func(l int, k, v []float32) {
-		c.K[l] = append(c.K[l], k...)
-		c.V[l] = append(c.V[l], v...)
+	for i, c := range caches {
+		if c.Len != 0 || len(prompts[i]) > c.cap {
+			return nil, fmt.Errorf("%w: prefill of %d tokens into cache of %d/%d", ErrInput, len(prompts[i]), c.Len, c.cap)
+		}
+	}
+	kd := w.Cfg.KVDim()
+	offs := make([]int, len(prompts)+1) // the rows Forward packs each prompt into
+	for i, t := range prompts {
+		offs[i+1] = offs[i] + len(t)
+	}
+	p, err := w.Forward(ctx, prompts, PassOptions{LoRA: lora, OnKV: func(l int, k, v []float32) {
+		for i, c := range caches {
+			c.K[l] = append(c.K[l], k[offs[i]*kd:offs[i+1]*kd]...)
+			c.V[l] = append(c.V[l], v[offs[i]*kd:offs[i+1]*kd]...)
+		}
 	}})
 	if err != nil {
+		for _, c := range caches { // a cancelled pass may have filled some layers
+			for l := range c.K {
+				c.K[l], c.V[l] = c.K[l][:0], c.V[l][:0]
+			}
+		}
 		return nil, err
 	}
-	c.Len = len(tokens)
-	return p.Logits([]int{len(tokens) - 1}), nil
+	rows := make([]int, len(prompts))
+	for i, c := range caches {
+		c.Len = len(prompts[i])
+		rows[i] = offs[i+1] - 1
+	}
+	return p.Logits(rows), nil
 }
 
 // Decode appends one token to each cache and returns [len(caches) × vocab] next-token logits. Every row is

@@ -2,6 +2,8 @@ package model
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -9,8 +11,18 @@ import (
 // TestDecodeMatchesForward checks that prefill + cached single-token decoding (batched over two sequences)
 // yields the same next-token logits as a full causal forward pass.
 func TestDecodeMatchesForward(t *testing.T) {
-	cfg := tinyConfig()
+	for name, cfg := range archConfigs() {
+		for _, dt := range []DType{F32, BF16} {
+			t.Run(name+"/"+string(dt), func(t *testing.T) { testDecodeMatchesForward(t, cfg, dt) })
+		}
+	}
+}
+
+func testDecodeMatchesForward(t *testing.T, cfg Config, dtype DType) {
 	w := randomModel(t, cfg, 5)
+	if dtype == BF16 {
+		w = w.ToBF16()
+	}
 	all := [NumModules]bool{true, true, true, true, true, true, true}
 	lora, _ := NewLoRA(cfg, 2, 4, 0, all, 6)
 	for _, ts := range lora.Tensors(cfg) {
@@ -56,6 +68,60 @@ func TestDecodeMatchesForward(t *testing.T) {
 					t.Fatalf("pos %d logit %d: batch-1 decode %g forward %g", i, j, one[j], v)
 				}
 			}
+		}
+	}
+}
+
+// TestPrefillBatchMatchesSingle checks that prefilling prompts of different lengths together gives each the
+// last-position logits and KV cache it gets prefilled alone.
+func TestPrefillBatchMatchesSingle(t *testing.T) {
+	for name, cfg := range archConfigs() {
+		t.Run(name, func(t *testing.T) {
+			w := randomModel(t, cfg, 7)
+			ctx := context.Background()
+			prompts := [][]int{{3, 1, 4, 1, 5, 9, 2}, {2}, {7, 1, 8, 2, 8}}
+			caches := make([]*Cache, len(prompts))
+			for i := range caches {
+				caches[i] = w.NewCache(12)
+			}
+			got, err := w.PrefillBatch(ctx, caches, prompts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			V := cfg.VocabSize
+			for i, pr := range prompts {
+				c := w.NewCache(12)
+				want, err := w.Prefill(ctx, c, pr, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if caches[i].Len != len(pr) {
+					t.Fatalf("prompt %d: cache length %d, want %d", i, caches[i].Len, len(pr))
+				}
+				closeAll(t, fmt.Sprintf("prompt %d logits", i), got[i*V:(i+1)*V], want)
+				for l := range c.K {
+					closeAll(t, fmt.Sprintf("prompt %d layer %d keys", i, l), caches[i].K[l], c.K[l])
+					closeAll(t, fmt.Sprintf("prompt %d layer %d values", i, l), caches[i].V[l], c.V[l])
+				}
+			}
+			if _, err := w.PrefillBatch(ctx, caches, prompts, nil); !errors.Is(err, ErrInput) {
+				t.Fatalf("prefill into filled caches: %v, want ErrInput", err)
+			}
+		})
+	}
+}
+
+// closeAll fails unless got and want have the same length and agree to 1e-5 relative (to the larger of the
+// value and 1).
+func closeAll(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for j := range want {
+		tol := 1e-5 * max(1, math.Abs(float64(want[j])))
+		if math.Abs(float64(got[j]-want[j])) > tol {
+			t.Fatalf("%s[%d]: batched %g alone %g", what, j, got[j], want[j])
 		}
 	}
 }

@@ -28,6 +28,7 @@ type PassOptions struct {
 type layerCache struct {
 	x, h1, q, k, v, att, x2, h2, g, u, a []float32
 	r1, r2                               []float32
+	qraw, kraw, rq, rk                   []float32   // QKNorm: projections before the norm and its 1/rms per head
 	probs                                [][]float32 // per (sequence, head): [T × T] attention weights
 	lu                                   [NumModules][]float32
 	xd, mask                             [NumModules][]float32 // dropout: dropped input and scaled mask
@@ -48,6 +49,7 @@ type Pass struct {
 	rng      *rand.Rand
 	scratch  [][]float32 // per worker
 	decode   []*Cache    // set for a decode step
+	dhf      []float32   // gradient w.r.t. hf accumulated by AddHeadGrad
 	FlopsFwd int64       // matmul flops issued by the forward pass
 	FlopsBwd int64       // matmul flops issued by Backward
 }
@@ -85,7 +87,7 @@ func (p *Pass) embed() []float32 {
 	t := 0
 	for _, toks := range p.seqs {
 		for _, id := range toks {
-			copy(x[t*D:t*D+D], p.w.Embed[id*D:id*D+D])
+			p.w.Embed.Row(id, x[t*D:t*D+D])
 			t++
 		}
 	}
@@ -126,6 +128,10 @@ func (p *Pass) newLayerCache() *layerCache {
 		v: ar.dirty(N * c.KVDim()), att: ar.dirty(N * c.QDim()), h2: ar.dirty(N * c.Dim),
 		g: ar.dirty(N * c.Hidden), u: ar.dirty(N * c.Hidden), a: ar.dirty(N * c.Hidden),
 		r1: ar.dirty(N), r2: ar.dirty(N)}
+	if c.QKNorm {
+		lc.qraw, lc.kraw = ar.dirty(N*c.QDim()), ar.dirty(N*c.KVDim())
+		lc.rq, lc.rk = ar.dirty(N*c.Heads), ar.dirty(N*c.KVHeads)
+	}
 	if p.lora != nil {
 		for m := 0; m < NumModules; m++ {
 			if p.lora.Targets[m] {
@@ -150,8 +156,15 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 		cp1 = x2
 	}
 	rmsNorm(lc.h1, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps)
-	p.linear(l, ModQ, lc, lc.h1, lc.q, 0)
-	p.linear(l, ModK, lc, lc.h1, lc.k, 0)
+	if c.QKNorm {
+		p.linear(l, ModQ, lc, lc.h1, lc.qraw, 0)
+		p.linear(l, ModK, lc, lc.h1, lc.kraw, 0)
+		rmsNorm(lc.q, lc.qraw, ly.QNorm, lc.rq, nil, c.HeadDim, c.NormEps)
+		rmsNorm(lc.k, lc.kraw, ly.KNorm, lc.rk, nil, c.HeadDim, c.NormEps)
+	} else {
+		p.linear(l, ModQ, lc, lc.h1, lc.q, 0)
+		p.linear(l, ModK, lc, lc.h1, lc.k, 0)
+	}
 	p.linear(l, ModV, lc, lc.h1, lc.v, 0)
 	p.w.rope.applyRows(lc.q, lc.k, c.Heads, c.KVHeads, p.pos, false)
 	if p.opt.OnKV != nil {
@@ -177,12 +190,17 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	return out
 }
 
-// linear computes y = beta·y + x·Wᵀ (+ the LoRA term) for projection m of layer l over all N rows.
+// linear computes y = beta·y + x·Wᵀ (+ bias) (+ the LoRA term) for projection m of layer l over all N rows.
 func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
-	linalg.Sgemm(false, true, N, out, in, 1, x, in, p.w.Layers[l].W[m], in, beta, y, out)
+	p.w.Layers[l].W[m].MulT(N, x, beta, y)
 	p.FlopsFwd += int64(2 * N * out * in)
+	if b := p.w.Layers[l].Bias[m]; b != nil {
+		for r := 0; r < N; r++ {
+			linalg.Axpy(1, b, y[r*out:(r+1)*out])
+		}
+	}
 	if p.lora == nil || !p.lora.Targets[m] {
 		return
 	}
@@ -271,22 +289,3 @@ func (p *Pass) Rows() int { return p.N }
 
 // Offsets returns the first row of every sequence (and the total row count last).
 func (p *Pass) Offsets() []int { return p.offs }
-
-// Logits returns [len(rows) × vocab] logits for the given rows.
-func (p *Pass) Logits(rows []int) []float32 {
-	c := p.w.Cfg
-	h := p.gather(rows)
-	out := make([]float32, len(rows)*c.VocabSize)
-	linalg.Sgemm(false, true, len(rows), c.VocabSize, c.Dim, 1, h, c.Dim, p.w.Output, c.Dim, 0, out, c.VocabSize)
-	p.FlopsFwd += int64(2 * len(rows) * c.VocabSize * c.Dim)
-	return out
-}
-
-func (p *Pass) gather(rows []int) []float32 {
-	D := p.w.Cfg.Dim
-	h := make([]float32, len(rows)*D)
-	for i, r := range rows {
-		copy(h[i*D:(i+1)*D], p.hf[r*D:(r+1)*D])
-	}
-	return h
-}

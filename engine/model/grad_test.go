@@ -12,6 +12,26 @@ func tinyConfig() Config {
 		MaxSeqLen: 16, RopeTheta: 10000, NormEps: 1e-5, TiedEmbeddings: false}
 }
 
+// archConfigs are tiny versions of every supported architecture: plain Llama; Llama 3 with its rope scaling
+// (head_dim 8 so that the four frequencies fall in the kept, blended and stretched bands) and an explicit
+// head_dim; Qwen2 with q/k/v biases and tied embeddings; Qwen3 with q/k norms and head_dim ≠ dim/heads;
+// Llama with attention_bias and mlp_bias.
+func archConfigs() map[string]Config {
+	llama3 := tinyConfig()
+	llama3.Arch, llama3.HeadDim, llama3.TiedEmbeddings = "llama", 8, true
+	llama3.Rope3 = Llama3Rope{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 8, OrigMaxPos: 256}
+	qwen2 := tinyConfig()
+	qwen2.Arch, qwen2.TiedEmbeddings = "qwen2", true
+	qwen2.Bias[ModQ], qwen2.Bias[ModK], qwen2.Bias[ModV] = true, true, true
+	qwen3 := tinyConfig()
+	qwen3.Arch, qwen3.HeadDim, qwen3.QKNorm = "qwen3", 8, true
+	biased := tinyConfig() // Llama's attention_bias and mlp_bias: every projection has one
+	for m := range biased.Bias {
+		biased.Bias[m] = true
+	}
+	return map[string]Config{"llama": tinyConfig(), "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "llama-bias": biased}
+}
+
 // randomModel returns weights with large enough random values that every path carries gradient.
 func randomModel(t *testing.T, cfg Config, seed int64) *Weights {
 	w, err := NewWeights(cfg)
@@ -28,6 +48,10 @@ func randomModel(t *testing.T, cfg Config, seed int64) *Weights {
 		for i := range ly.AttnNorm {
 			ly.AttnNorm[i] += 1
 			ly.MLPNorm[i] += 1
+		}
+		for i := range ly.QNorm {
+			ly.QNorm[i] += 1
+			ly.KNorm[i] += 1
 		}
 	}
 	return w
@@ -113,49 +137,52 @@ func checkDirectional(t *testing.T, name string, param, grad []float32, loss fun
 }
 
 func TestFullGradients(t *testing.T) {
-	for _, tied := range []bool{false, true} {
-		cfg := tinyConfig()
-		cfg.TiedEmbeddings = tied
-		w := randomModel(t, cfg, 1)
-		g := w.Clone()
-		for _, ts := range g.Tensors() {
-			clear(ts.Data)
-		}
-		ceLoss(t, w, nil, Grads{W: g})
-		gt := g.Tensors()
-		for i, ts := range w.Tensors() {
-			checkDirectional(t, ts.Name, ts.Data, gt[i].Data, func() float64 { return ceLoss(t, w, nil, Grads{}) })
+	for name, base := range archConfigs() {
+		for _, tied := range []bool{false, true} {
+			cfg := base
+			cfg.TiedEmbeddings = tied
+			w := randomModel(t, cfg, 1)
+			g := w.Clone()
+			for _, ts := range g.Tensors() {
+				clear(ts.Data)
+			}
+			ceLoss(t, w, nil, Grads{W: g})
+			gt := g.Tensors()
+			for i, ts := range w.Tensors() {
+				checkDirectional(t, name+" "+ts.Name, ts.Data, gt[i].Data, func() float64 { return ceLoss(t, w, nil, Grads{}) })
+			}
 		}
 	}
 }
 
 func TestLoRAGradients(t *testing.T) {
-	cfg := tinyConfig()
-	w := randomModel(t, cfg, 2)
-	all := [NumModules]bool{true, true, true, true, true, true, true}
-	for _, dropout := range []float32{0, 0.3} {
-		lora, err := NewLoRA(cfg, 3, 6, dropout, all, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewSource(4))
-		for _, ts := range lora.Tensors(cfg) { // non-zero B so A receives gradient
-			for i := range ts.Data {
-				ts.Data[i] = float32(rng.NormFloat64() * 0.3)
+	for name, cfg := range archConfigs() {
+		w := randomModel(t, cfg, 2)
+		all := [NumModules]bool{true, true, true, true, true, true, true}
+		for _, dropout := range []float32{0, 0.3} {
+			lora, err := NewLoRA(cfg, 3, 6, dropout, all, 3)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		gl := lora.ZeroLike()
-		before := w.Clone()
-		ceLoss(t, w, lora, Grads{L: gl})
-		gt := gl.Tensors(cfg)
-		for i, ts := range lora.Tensors(cfg) {
-			checkDirectional(t, ts.Name, ts.Data, gt[i].Data, func() float64 { return ceLoss(t, w, lora, Grads{}) })
-		}
-		bt := before.Tensors()
-		for i, ts := range w.Tensors() {
-			for j := range ts.Data {
-				if math.Float32bits(ts.Data[j]) != math.Float32bits(bt[i].Data[j]) {
-					t.Fatalf("base tensor %s changed", ts.Name)
+			rng := rand.New(rand.NewSource(4))
+			for _, ts := range lora.Tensors(cfg) { // non-zero B so A receives gradient
+				for i := range ts.Data {
+					ts.Data[i] = float32(rng.NormFloat64() * 0.3)
+				}
+			}
+			gl := lora.ZeroLike()
+			before := w.Clone()
+			ceLoss(t, w, lora, Grads{L: gl})
+			gt := gl.Tensors(cfg)
+			for i, ts := range lora.Tensors(cfg) {
+				checkDirectional(t, name+" "+ts.Name, ts.Data, gt[i].Data, func() float64 { return ceLoss(t, w, lora, Grads{}) })
+			}
+			bt := before.Tensors()
+			for i, ts := range w.Tensors() {
+				for j := range ts.Data {
+					if math.Float32bits(ts.Data[j]) != math.Float32bits(bt[i].Data[j]) {
+						t.Fatalf("%s: base tensor %s changed", name, ts.Name)
+					}
 				}
 			}
 		}

@@ -56,8 +56,8 @@ func (a *LoRA) Tensors(cfg Config) []Tensor {
 			}
 			out, in := cfg.Shape(m)
 			p := fmt.Sprintf("base_model.model.model.layers.%d.%s.", l, modulePath(m))
-			ts = append(ts, Tensor{p + "lora_A.weight", []int{a.Rank, in}, a.A[l][m]},
-				Tensor{p + "lora_B.weight", []int{out, a.Rank}, a.B[l][m]})
+			ts = append(ts, Tensor{Name: p + "lora_A.weight", Shape: []int{a.Rank, in}, Data: a.A[l][m]},
+				Tensor{Name: p + "lora_B.weight", Shape: []int{out, a.Rank}, Data: a.B[l][m]})
 		}
 	}
 	return ts

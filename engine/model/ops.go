@@ -10,7 +10,7 @@ import (
 // goroutine for the few rows of a decoding step). Every row is computed by the same code whatever chunk it
 // lands in and nothing is summed across rows in parallel, so results do not depend on the number of workers.
 
-// ropeTable caches cos/sin of position·θ^(-2i/headDim) for every position and frequency.
+// ropeTable caches cos/sin of position·invFreq(i) for every position and frequency.
 type ropeTable struct {
 	half     int
 	cos, sin []float32 // [maxSeqLen × half]
@@ -19,14 +19,44 @@ type ropeTable struct {
 func newRopeTable(c Config) *ropeTable {
 	half := c.HeadDim / 2
 	t := &ropeTable{half: half, cos: make([]float32, c.MaxSeqLen*half), sin: make([]float32, c.MaxSeqLen*half)}
+	inv := ropeInvFreq(c)
 	for p := 0; p < c.MaxSeqLen; p++ {
-		for i := 0; i < half; i++ {
-			ang := float64(p) * math.Pow(c.RopeTheta, -2*float64(i)/float64(c.HeadDim))
+		for i, f := range inv {
+			ang := float64(p) * f
 			t.cos[p*half+i] = float32(math.Cos(ang))
 			t.sin[p*half+i] = float32(math.Sin(ang))
 		}
 	}
 	return t
+}
+
+// ropeInvFreq returns the rotation frequencies θ^(-2i/headDim), adjusted for Llama 3's rope_scaling: long
+// wavelengths (low frequencies, beyond the original context over LowFreqFactor) are divided by Factor, short
+// ones (within the original context over HighFreqFactor) kept, and the band between blended linearly in
+// origMax/wavelength, as Hugging Face's _compute_llama3_parameters does.
+func ropeInvFreq(c Config) []float64 {
+	inv := make([]float64, c.HeadDim/2)
+	for i := range inv {
+		inv[i] = math.Pow(c.RopeTheta, -2*float64(i)/float64(c.HeadDim))
+	}
+	s := c.Rope3
+	if s.Factor == 0 {
+		return inv
+	}
+	orig := float64(s.OrigMaxPos)
+	lowWave, highWave := orig/s.LowFreqFactor, orig/s.HighFreqFactor
+	for i, f := range inv {
+		wave := 2 * math.Pi / f
+		switch {
+		case wave < highWave:
+		case wave > lowWave:
+			inv[i] = f / s.Factor
+		default:
+			smooth := (orig/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+			inv[i] = (1-smooth)*f/s.Factor + smooth*f
+		}
+	}
+	return inv
 }
 
 // applyRows rotates the q rows ([len(pos) × qHeads·headDim]) and k rows ([len(pos) × kHeads·headDim]) of

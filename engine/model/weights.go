@@ -10,45 +10,96 @@ import (
 type Layer struct {
 	AttnNorm []float32
 	MLPNorm  []float32
-	W        [NumModules][]float32 // [out × in] per projection
+	W        [NumModules]Mat       // [out × in] per projection
+	Bias     [NumModules][]float32 // [out], for the projections Config.Bias marks (nil otherwise)
+	QNorm    []float32             // [headDim] gains of the per-head query and key norms (Config.QKNorm)
+	KNorm    []float32
 }
 
-// Weights are the model's parameters. With tied embeddings Output aliases Embed.
+// Weights are the model's parameters. With tied embeddings Output aliases Embed. The matrices are float32 or
+// bfloat16 (DType); vectors (norm gains, biases) are always float32.
 type Weights struct {
 	Cfg       Config
-	Embed     []float32 // [vocab × dim]
+	Embed     Mat // [vocab × dim]
 	Layers    []Layer
 	FinalNorm []float32
-	Output    []float32 // [vocab × dim]
+	Output    Mat // [vocab × dim]
 	rope      *ropeTable
 }
 
-// NewWeights allocates zeroed weights (norm gains zero too; see Init) for cfg.
-func NewWeights(cfg Config) (*Weights, error) {
+// NewWeights allocates zeroed float32 weights (norm gains zero too; see Init) for cfg: the storage for
+// pretraining, full-weight gradients and tests.
+func NewWeights(cfg Config) (*Weights, error) { return newWeights(cfg, F32) }
+
+func newWeights(cfg Config, dtype DType) (*Weights, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Weights{Cfg: cfg, Embed: make([]float32, cfg.VocabSize*cfg.Dim),
+	if dtype != F32 && dtype != BF16 {
+		return nil, fmt.Errorf("%w: weight dtype %q", ErrConfig, dtype)
+	}
+	w := &Weights{Cfg: cfg, Embed: newMat(cfg.VocabSize, cfg.Dim, dtype),
 		Layers: make([]Layer, cfg.Layers), FinalNorm: make([]float32, cfg.Dim)}
 	for l := range w.Layers {
 		w.Layers[l].AttnNorm = make([]float32, cfg.Dim)
 		w.Layers[l].MLPNorm = make([]float32, cfg.Dim)
 		for m := 0; m < NumModules; m++ {
 			o, i := cfg.Shape(m)
-			w.Layers[l].W[m] = make([]float32, o*i)
+			w.Layers[l].W[m] = newMat(o, i, dtype)
+			if cfg.Bias[m] {
+				w.Layers[l].Bias[m] = make([]float32, o)
+			}
+		}
+		if cfg.QKNorm {
+			w.Layers[l].QNorm = make([]float32, cfg.HeadDim)
+			w.Layers[l].KNorm = make([]float32, cfg.HeadDim)
 		}
 	}
 	if cfg.TiedEmbeddings {
 		w.Output = w.Embed
 	} else {
-		w.Output = make([]float32, cfg.VocabSize*cfg.Dim)
+		w.Output = newMat(cfg.VocabSize, cfg.Dim, dtype)
 	}
 	w.rope = newRopeTable(cfg)
 	return w, nil
 }
 
-// Init fills the weights for pretraining: N(0, 0.02) matrices, output projections (o, down) scaled down by
-// 1/sqrt(2·layers) as in GPT-2, unit norm gains.
+// DType is the storage of the weight matrices.
+func (w *Weights) DType() DType {
+	if w.Embed.BF16 != nil {
+		return BF16
+	}
+	return F32
+}
+
+// Bytes is the memory the parameters take (the tied head counted once).
+func (w *Weights) Bytes() int64 {
+	var n int64
+	for _, t := range w.Tensors() {
+		n += int64(len(t.Data))*4 + int64(len(t.BF16))*2
+	}
+	return n
+}
+
+// ToBF16 returns a copy of w with its matrices rounded to bfloat16 (the vectors copied as they are).
+func (w *Weights) ToBF16() *Weights {
+	c, _ := newWeights(w.Cfg, BF16)
+	src, dst := w.Tensors(), c.Tensors()
+	for i, t := range src {
+		switch {
+		case dst[i].BF16 == nil:
+			copy(dst[i].Data, t.Data)
+		case t.BF16 != nil:
+			copy(dst[i].BF16, t.BF16)
+		default:
+			dst[i].mat.set(t.Data)
+		}
+	}
+	return c
+}
+
+// Init fills float32 weights for pretraining: N(0, 0.02) matrices, output projections (o, down) scaled down
+// by 1/sqrt(2·layers) as in GPT-2, unit norm gains, zero biases.
 func (w *Weights) Init(seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	normal := func(x []float32, std float64) {
@@ -61,47 +112,64 @@ func (w *Weights) Init(seed int64) {
 			x[i] = 1
 		}
 	}
-	normal(w.Embed, 0.02)
+	normal(w.Embed.F32, 0.02)
 	for l := range w.Layers {
 		ones(w.Layers[l].AttnNorm)
 		ones(w.Layers[l].MLPNorm)
+		ones(w.Layers[l].QNorm)
+		ones(w.Layers[l].KNorm)
+		for m := range w.Layers[l].Bias {
+			clear(w.Layers[l].Bias[m])
+		}
 		for m := 0; m < NumModules; m++ {
 			std := 0.02
 			if m == ModO || m == ModDown {
 				std /= math.Sqrt(2 * float64(w.Cfg.Layers))
 			}
-			normal(w.Layers[l].W[m], std)
+			normal(w.Layers[l].W[m].F32, std)
 		}
 	}
 	ones(w.FinalNorm)
 	if !w.Cfg.TiedEmbeddings {
-		normal(w.Output, 0.02)
+		normal(w.Output.F32, 0.02)
 	}
 }
 
-// Tensor is a named parameter slice (shared with the weights, not a copy).
+// Tensor is a named parameter (shared with the weights, not a copy): float32 values in Data, or bfloat16
+// values in BF16 for the matrices of bfloat16 weights.
 type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	BF16  []uint16
+	mat   *Mat // the matrix the tensor is, if any
 }
 
-// Tensors lists the parameters under their Hugging Face Llama names.
+// Tensors lists the parameters under their Hugging Face names.
 func (w *Weights) Tensors() []Tensor {
 	c := w.Cfg
-	ts := []Tensor{{"model.embed_tokens.weight", []int{c.VocabSize, c.Dim}, w.Embed}}
-	for l, ly := range w.Layers {
+	mat := func(name string, m *Mat) Tensor {
+		return Tensor{Name: name, Shape: []int{m.Rows, m.Cols}, Data: m.F32, BF16: m.BF16, mat: m}
+	}
+	vec := func(name string, v []float32) Tensor { return Tensor{Name: name, Shape: []int{len(v)}, Data: v} }
+	ts := []Tensor{mat("model.embed_tokens.weight", &w.Embed)}
+	for l := range w.Layers {
+		ly := &w.Layers[l]
 		p := fmt.Sprintf("model.layers.%d.", l)
-		ts = append(ts, Tensor{p + "input_layernorm.weight", []int{c.Dim}, ly.AttnNorm},
-			Tensor{p + "post_attention_layernorm.weight", []int{c.Dim}, ly.MLPNorm})
+		ts = append(ts, vec(p+"input_layernorm.weight", ly.AttnNorm), vec(p+"post_attention_layernorm.weight", ly.MLPNorm))
 		for m := 0; m < NumModules; m++ {
-			o, i := c.Shape(m)
-			ts = append(ts, Tensor{p + modulePath(m) + ".weight", []int{o, i}, ly.W[m]})
+			ts = append(ts, mat(p+modulePath(m)+".weight", &ly.W[m]))
+			if c.Bias[m] {
+				ts = append(ts, vec(p+modulePath(m)+".bias", ly.Bias[m]))
+			}
+		}
+		if c.QKNorm {
+			ts = append(ts, vec(p+"self_attn.q_norm.weight", ly.QNorm), vec(p+"self_attn.k_norm.weight", ly.KNorm))
 		}
 	}
-	ts = append(ts, Tensor{"model.norm.weight", []int{c.Dim}, w.FinalNorm})
+	ts = append(ts, vec("model.norm.weight", w.FinalNorm))
 	if !c.TiedEmbeddings {
-		ts = append(ts, Tensor{"lm_head.weight", []int{c.VocabSize, c.Dim}, w.Output})
+		ts = append(ts, mat("lm_head.weight", &w.Output))
 	}
 	return ts
 }
@@ -114,12 +182,13 @@ func modulePath(m int) string {
 	return "mlp." + ModuleNames[m]
 }
 
-// Clone returns a deep copy (used for gradient buffers and tests).
+// Clone returns a deep copy in the same storage (used for gradient buffers and tests).
 func (w *Weights) Clone() *Weights {
-	c, _ := NewWeights(w.Cfg)
+	c, _ := newWeights(w.Cfg, w.DType())
 	src, dst := w.Tensors(), c.Tensors()
 	for i := range src {
 		copy(dst[i].Data, src[i].Data)
+		copy(dst[i].BF16, src[i].BF16)
 	}
 	return c
 }

@@ -171,7 +171,7 @@ func (o *Options) initialWeights() (*model.Weights, error) {
 	if err != nil {
 		return nil, err
 	}
-	return model.LoadWeights(cfg, st.Tensors)
+	return model.LoadWeights(cfg, st.Tensors, model.F32) // trained in full: float32
 }
 
 // lmStep adds the gradient of the weighted next-token cross-entropy of batch to grads and returns the loss.

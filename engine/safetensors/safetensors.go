@@ -1,6 +1,7 @@
 // Package safetensors reads and writes the safetensors format (an 8-byte little-endian header length, a JSON
-// header mapping tensor names to dtype, shape and byte offsets, then the raw little-endian data). Tensors are
-// handed out as float32 whatever their stored dtype (F32, F16 or BF16); writing uses F32 or BF16.
+// header mapping tensor names to dtype, shape and byte offsets, then the raw little-endian data). Stored dtypes
+// F32, F16 and BF16 are read; Read hands tensors out as float32, Parse keeps them as views of the file's bytes
+// to be converted once, to float32 or bfloat16, by their user. Writing uses F32 or BF16.
 package safetensors
 
 import (
@@ -16,12 +17,68 @@ import (
 // ErrFormat reports a malformed file.
 var ErrFormat = errors.New("malformed safetensors")
 
-// Tensor is one named tensor as float32 values in row-major order.
+// Tensor is one named tensor in row-major order: float32 values in Data, or (from Parse) the stored bytes
+// of DType, which Float32 and BFloat16 convert.
 type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	DType string // stored dtype ("F32", "F16", "BF16"); "" for a tensor built in memory
+	raw   []byte
 }
+
+// Len is the number of values.
+func (t Tensor) Len() int {
+	if t.raw == nil {
+		return len(t.Data)
+	}
+	return len(t.raw) / dtypeSize[t.DType]
+}
+
+// Float32 returns the values as float32 (Data itself when set, otherwise a new slice).
+func (t Tensor) Float32() []float32 {
+	if t.raw == nil {
+		return t.Data
+	}
+	b := t.raw
+	out := make([]float32, t.Len())
+	for i := range out {
+		switch t.DType {
+		case "F32":
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		case "BF16":
+			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+		case "F16":
+			out[i] = halfToFloat(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	}
+	return out
+}
+
+// BFloat16 writes the values into dst (len(dst) == Len()) as bfloat16: stored BF16 values are copied as
+// they are, others rounded to nearest even, so no float32 copy of a large tensor is made.
+func (t Tensor) BFloat16(dst []uint16) {
+	dst = dst[:t.Len()]
+	if t.raw == nil {
+		for i, v := range t.Data {
+			dst[i] = floatToBF16(v)
+		}
+		return
+	}
+	b := t.raw
+	for i := range dst {
+		switch t.DType {
+		case "BF16":
+			dst[i] = binary.LittleEndian.Uint16(b[2*i:])
+		case "F32":
+			dst[i] = floatToBF16(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		case "F16":
+			dst[i] = floatToBF16(halfToFloat(binary.LittleEndian.Uint16(b[2*i:])))
+		}
+	}
+}
+
+var dtypeSize = map[string]int{"F32": 4, "F16": 2, "BF16": 2}
 
 // File is a parsed safetensors file.
 type File struct {
@@ -38,26 +95,37 @@ type headerEntry struct {
 // maxHeader bounds the JSON header so a corrupt length cannot allocate gigabytes.
 const maxHeader = 100 << 20
 
-// Read parses a whole safetensors stream.
+// Read parses a whole safetensors stream, with every tensor converted to float32 in Data.
 func Read(r io.Reader) (*File, error) {
-	var n uint64
-	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-		return nil, fmt.Errorf("%w: header length: %v", ErrFormat, err)
+	buf, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read safetensors: %w", err)
 	}
-	if n > maxHeader {
-		return nil, fmt.Errorf("%w: header of %d bytes", ErrFormat, n)
+	f, err := Parse(buf)
+	if err != nil {
+		return nil, err
 	}
-	hdr := make([]byte, n)
-	if _, err := io.ReadFull(r, hdr); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrFormat, err)
+	for name, t := range f.Tensors {
+		t.Data, t.raw = t.Float32(), nil
+		f.Tensors[name] = t
 	}
+	return f, nil
+}
+
+// Parse parses a safetensors file held in buf. Its tensors are views of buf (DType and the stored bytes,
+// Data nil): convert them with Float32 or BFloat16, and keep buf unchanged while they are in use.
+func Parse(buf []byte) (*File, error) {
+	if len(buf) < 8 {
+		return nil, fmt.Errorf("%w: %d bytes, no header length", ErrFormat, len(buf))
+	}
+	n := binary.LittleEndian.Uint64(buf)
+	if n > maxHeader || n > uint64(len(buf)-8) {
+		return nil, fmt.Errorf("%w: header of %d bytes in a file of %d", ErrFormat, n, len(buf))
+	}
+	hdr, data := buf[8:8+n], buf[8+n:]
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(hdr, &raw); err != nil {
 		return nil, fmt.Errorf("%w: header json: %v", ErrFormat, err)
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read tensor data: %w", err)
 	}
 	f := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
 	for name, js := range raw {
@@ -71,7 +139,7 @@ func Read(r io.Reader) (*File, error) {
 		if err := json.Unmarshal(js, &e); err != nil {
 			return nil, fmt.Errorf("%w: tensor %q: %v", ErrFormat, name, err)
 		}
-		t, err := decode(name, e, data)
+		t, err := view(name, e, data)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +148,7 @@ func Read(r io.Reader) (*File, error) {
 	return f, nil
 }
 
-func decode(name string, e headerEntry, data []byte) (Tensor, error) {
+func view(name string, e headerEntry, data []byte) (Tensor, error) {
 	count := 1
 	for _, d := range e.Shape {
 		if d < 0 || (d > 0 && count > math.MaxInt32/d) {
@@ -88,7 +156,7 @@ func decode(name string, e headerEntry, data []byte) (Tensor, error) {
 		}
 		count *= d
 	}
-	size := map[string]int{"F32": 4, "F16": 2, "BF16": 2}[e.DType]
+	size := dtypeSize[e.DType]
 	if size == 0 {
 		return Tensor{}, fmt.Errorf("%w: tensor %q has unsupported dtype %s", ErrFormat, name, e.DType)
 	}
@@ -97,19 +165,7 @@ func decode(name string, e headerEntry, data []byte) (Tensor, error) {
 		return Tensor{}, fmt.Errorf("%w: tensor %q offsets %v do not match shape %v (%d data bytes)",
 			ErrFormat, name, e.Offsets, e.Shape, len(data))
 	}
-	b := data[lo:hi]
-	out := make([]float32, count)
-	for i := range out {
-		switch e.DType {
-		case "F32":
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		case "BF16":
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
-		case "F16":
-			out[i] = halfToFloat(binary.LittleEndian.Uint16(b[2*i:]))
-		}
-	}
-	return Tensor{Name: name, Shape: append([]int(nil), e.Shape...), Data: out}, nil
+	return Tensor{Name: name, Shape: append([]int(nil), e.Shape...), DType: e.DType, raw: data[lo:hi:hi]}, nil
 }
 
 // halfToFloat converts an IEEE 754 binary16 value.

@@ -65,3 +65,68 @@ func TestMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestParseViews checks that Parse keeps tensors as views converted on demand: BF16 values copied as they
+// are, F32 values rounded to bfloat16 to nearest even, F16 widened exactly.
+func TestParseViews(t *testing.T) {
+	ts := []Tensor{{Name: "w", Shape: []int{2, 2}, Data: []float32{1, -2.5, 1.00390625, 3e-3}}}
+	for _, dtype := range []string{"F32", "BF16"} {
+		var buf bytes.Buffer
+		if err := Write(&buf, ts, nil, dtype); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := f.Tensors["w"]
+		if w.Data != nil || w.DType != dtype || w.Len() != 4 {
+			t.Fatalf("%s: %+v", dtype, w)
+		}
+		bf := make([]uint16, 4)
+		w.BFloat16(bf)
+		want := []uint16{0x3f80, 0xc020, 0x3f80, 0x3b45}
+		for i := range want {
+			if bf[i] != want[i] {
+				t.Errorf("%s: bf16[%d] = %#x, want %#x", dtype, i, bf[i], want[i])
+			}
+		}
+		if dtype == "F32" && w.Float32()[2] != 1.00390625 {
+			t.Errorf("F32 value changed: %v", w.Float32())
+		}
+	}
+	hdr := `{"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}`
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	b = append(append(b, hdr...), 0x00, 0x3c, 0x00, 0xc0) // 1, -2
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := f.Tensors["h"].Float32(); v[0] != 1 || v[1] != -2 {
+		t.Errorf("F16: %v", v)
+	}
+}
+
+// FuzzParse: any input parses or fails with ErrFormat, and parsed tensors convert without panicking.
+func FuzzParse(f *testing.F) {
+	var buf bytes.Buffer
+	_ = Write(&buf, []Tensor{{Name: "a", Shape: []int{2, 3}, Data: []float32{1, 2, 3, 4, 5, 6}}}, map[string]string{"k": "v"}, "BF16")
+	f.Add(buf.Bytes())
+	hdr := `{"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}`
+	f.Add(append(append(binary.LittleEndian.AppendUint64(nil, uint64(len(hdr))), hdr...), 0, 0x3c, 0, 0xc0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := Parse(b)
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error not ErrFormat: %v", err)
+			}
+			return
+		}
+		for _, ts := range file.Tensors {
+			if len(ts.Float32()) != ts.Len() {
+				t.Fatalf("%s: %d values, Len %d", ts.Name, len(ts.Float32()), ts.Len())
+			}
+			ts.BFloat16(make([]uint16, ts.Len()))
+		}
+	})
+}

@@ -2,15 +2,14 @@ package sample
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/trainyard/trainyard/engine/tokenizer"
 )
 
 // push appends token id, then ends the completion if its text now contains a stop sequence, and streams
 // the tokens that can no longer belong to one.
-func (s *state) push(tok *tokenizer.Tokenizer, id int, lp []float32, p Params, onToken func(int, SampledToken)) {
+func (s *state) push(tok Vocab, id int, lp []float32, p Params, onToken func(int, SampledToken)) {
 	t := SampledToken{TokenLogprob: TokenLogprob{ID: id, Bytes: tok.TokenBytes(id), Logprob: lp[id]}}
 	if p.TopLogprobs > 0 {
 		t.Top = topK(tok, lp, p.TopLogprobs)
@@ -99,16 +98,30 @@ func argmax(x []float32, allowed []bool) int {
 	return best
 }
 
-// topK returns the k most likely tokens, most likely first (ties by lower id).
-func topK(tok *tokenizer.Tokenizer, lp []float32, k int) []TokenLogprob {
-	idx := make([]int, len(lp))
-	for i := range idx {
-		idx[i] = i
+// topK returns the k most likely tokens, most likely first (ties by lower id). It selects in one pass
+// over the vocabulary, keeping the best k in order, rather than sorting all of it.
+func topK(tok Vocab, lp []float32, k int) []TokenLogprob {
+	k = min(k, len(lp))
+	if k <= 0 {
+		return nil
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return lp[idx[a]] > lp[idx[b]] })
-	k = min(k, len(idx))
-	out := make([]TokenLogprob, k)
-	for i, id := range idx[:k] {
+	best := make([]int, 0, k+1)
+	for id, v := range lp {
+		if len(best) == k && !(v > lp[best[k-1]]) {
+			continue
+		}
+		// Insert after every kept id at least as likely: ids come in ascending order, so ties keep the lower id first.
+		at := len(best)
+		for at > 0 && v > lp[best[at-1]] {
+			at--
+		}
+		best = slices.Insert(best, at, id)
+		if len(best) > k {
+			best = best[:k]
+		}
+	}
+	out := make([]TokenLogprob, len(best))
+	for i, id := range best {
 		out[i] = TokenLogprob{ID: id, Bytes: tok.TokenBytes(id), Logprob: lp[id]}
 	}
 	return out

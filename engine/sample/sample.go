@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/trainyard/trainyard/engine/model"
-	"github.com/trainyard/trainyard/engine/tokenizer"
 )
 
 // Run generates p.N completions of prompt. onToken (may be nil) receives every token once it can no longer
 // be part of a stop sequence; calls are serialised on the calling goroutine, in completion-index order
 // within a decoding step. Cancelling ctx stops generation with ctx.Err().
-func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok *tokenizer.Tokenizer, prompt []int,
+func Run(ctx context.Context, w *model.Weights, lora *model.LoRA, tok Vocab, prompt []int,
 	p Params, onToken func(index int, t SampledToken)) ([]Completion, error) {
 	states, maxNew, err := start(ctx, w, lora, prompt, &p)
 	if err != nil {
@@ -58,6 +57,20 @@ func decodeStep(ctx context.Context, w *model.Weights, lora *model.LoRA, rows []
 // start validates p (filling its defaults), prefills prompt and returns the p.N completions, ready to
 // choose their first token, with the most tokens each may generate.
 func start(ctx context.Context, w *model.Weights, lora *model.LoRA, prompt []int, p *Params) ([]*state, int, error) {
+	base, maxNew, err := prepare(w, prompt, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	logits, err := w.Prefill(ctx, base, prompt, lora)
+	if err != nil {
+		return nil, 0, err
+	}
+	return fork(base, logits, *p), maxNew, nil
+}
+
+// prepare validates p (filling its defaults) against prompt and returns the empty cache to prefill the
+// prompt into and the most tokens each completion may generate.
+func prepare(w *model.Weights, prompt []int, p *Params) (*model.Cache, int, error) {
 	if err := p.Validate(); err != nil {
 		return nil, 0, err
 	}
@@ -72,11 +85,11 @@ func start(ctx context.Context, w *model.Weights, lora *model.LoRA, prompt []int
 	if p.MaxTokens > 0 {
 		maxNew = p.MaxTokens
 	}
-	base := w.NewCache(len(prompt) + maxNew)
-	logits, err := w.Prefill(ctx, base, prompt, lora)
-	if err != nil {
-		return nil, 0, err
-	}
+	return w.NewCache(len(prompt) + maxNew), maxNew, nil
+}
+
+// fork returns the p.N completions of a prefilled prompt (base and the logits of its last position).
+func fork(base *model.Cache, logits []float32, p Params) []*state {
 	states := make([]*state, p.N)
 	for i := range states {
 		c := base
@@ -88,10 +101,10 @@ func start(ctx context.Context, w *model.Weights, lora *model.LoRA, prompt []int
 			states[i].con = p.Constraint(i)
 		}
 	}
-	return states, maxNew, nil
+	return states
 }
 
-func stopSet(tok *tokenizer.Tokenizer) map[int]bool {
+func stopSet(tok Vocab) map[int]bool {
 	stops := map[int]bool{}
 	for _, id := range tok.StopTokens() {
 		stops[id] = true
@@ -101,7 +114,7 @@ func stopSet(tok *tokenizer.Tokenizer) map[int]bool {
 
 // advance chooses the next token of every unfinished completion and returns those that need another
 // decoding step.
-func advance(states []*state, tok *tokenizer.Tokenizer, stops map[int]bool, p Params, maxNew int,
+func advance(states []*state, tok Vocab, stops map[int]bool, p Params, maxNew int,
 	onToken func(int, SampledToken)) []*state {
 	var active []*state
 	for _, s := range states {
@@ -168,20 +181,16 @@ func (s *state) choose(p Params) (int, []float32) {
 
 // draw samples from the tempered distribution restricted by top-k and top-p (and to allowed, when not nil).
 func (s *state) draw(lp []float32, p Params, allowed []bool) int {
-	order := make([]int, 0, len(lp))
 	mass := 1.0 // top-p is a share of the candidates' probability mass
 	if allowed != nil {
 		mass = 0
-	}
-	for i := range lp {
-		if allowed == nil || allowed[i] {
-			order = append(order, i)
-			if allowed != nil {
+		for i := range lp {
+			if allowed[i] {
 				mass += math.Exp(float64(lp[i]))
 			}
 		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return lp[order[a]] > lp[order[b]] })
+	order := byLogprob(lp, allowed)
 	keep := len(order)
 	if p.TopK > 0 && p.TopK < keep {
 		keep = p.TopK
@@ -208,4 +217,43 @@ func (s *state) draw(lp []float32, p Params, allowed []bool) int {
 		}
 	}
 	return order[keep-1]
+}
+
+// Vocab is what sampling needs of a tokenizer: the bytes of each token (streamed text, stop sequences,
+// logprobs) and the ids that end a turn. The byte-level tokenizer.Tokenizer is one; a model with a
+// Hugging Face tokenizer pairs it with the stop tokens of its snapshot.
+type Vocab interface {
+	TokenBytes(id int) []byte
+	StopTokens() []int
+}
+
+// byLogprob returns the ids of lp (those allowed, when allowed is not nil), most likely first and ties by
+// lower id. It sorts integer keys rather than calling a comparison function: with a vocabulary of 150,000
+// tokens (Qwen's), a reflective stable sort took a tenth of a second per sampled token.
+func byLogprob(lp []float32, allowed []bool) []int {
+	keys := make([]uint64, 0, len(lp))
+	for i, v := range lp {
+		if allowed == nil || allowed[i] {
+			keys = append(keys, uint64(^orderedBits(v))<<32|uint64(uint32(i)))
+		}
+	}
+	slices.Sort(keys)
+	order := make([]int, len(keys))
+	for i, k := range keys {
+		order[i] = int(uint32(k))
+	}
+	return order
+}
+
+// orderedBits maps a float32 to a uint32 in the same order (negative values below positive ones, -Inf
+// lowest), so that integer comparison sorts floats.
+func orderedBits(f float32) uint32 {
+	if f == 0 {
+		f = 0 // -0 ties with +0, as in a float comparison
+	}
+	b := math.Float32bits(f)
+	if b>>31 == 1 {
+		return ^b
+	}
+	return b | 1<<31
 }

@@ -1,6 +1,9 @@
 package tokenizer
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestRoundTrip(t *testing.T) {
 	tok := New()
@@ -21,5 +24,27 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if tok.TokenBytes(-1) != nil || tok.TokenBytes(VocabSize) != nil {
 		t.Fatal("out-of-range ids must have no bytes")
+	}
+}
+
+func TestEncodeSpecialAndTokenID(t *testing.T) {
+	tk := New()
+	text := "a<|im_start|>user\n<tool_call>x</tool_call><|im_end"
+	ids := tk.EncodeSpecial(text)
+	if tk.Decode(ids) != text {
+		t.Errorf("round trip: %q", tk.Decode(ids))
+	}
+	want := []int{'a', tk.Special(TurnStart), 'u', 's', 'e', 'r', '\n', tk.Special(ToolCallStart), 'x', tk.Special(ToolCallEnd)}
+	if !slices.Equal(ids[:len(want)], want) || len(ids) != len(want)+len("<|im_end") {
+		t.Errorf("EncodeSpecial = %v", ids)
+	}
+	if id, ok := tk.TokenID(TurnEnd); !ok || id != tk.Special(TurnEnd) {
+		t.Errorf("TokenID(%q) = %d %v", TurnEnd, id, ok)
+	}
+	if id, ok := tk.TokenID("A"); !ok || id != 'A' {
+		t.Errorf("TokenID(A) = %d %v", id, ok)
+	}
+	if _, ok := tk.TokenID("<|nope|>"); ok {
+		t.Error("TokenID found an unknown name")
 	}
 }

@@ -7,6 +7,7 @@ package train
 import (
 	"errors"
 	"math"
+	"sync"
 
 	"github.com/trainyard/trainyard/engine/linalg"
 )
@@ -24,13 +25,29 @@ type TokenStats struct {
 func Stats(logits []float32, V int, targets []int) TokenStats {
 	st := TokenStats{Logprob: make([]float64, len(targets)), Entropy: make([]float64, len(targets))}
 	linalg.ParallelRows(len(targets), len(targets)*V*12, func(lo, hi int) {
-		d, e := make([]float32, V), make([]float32, V)
+		buf := getScratch(2 * V)
+		defer scratch.Put(buf)
+		d, e := (*buf)[:V], (*buf)[V:2*V]
 		for i := lo; i < hi; i++ {
 			row := logits[i*V : (i+1)*V]
 			st.Logprob[i], st.Entropy[i] = rowStats(row, targets[i], d, e)
 		}
 	})
 	return st
+}
+
+// scratch pools the shifted logits and exponentials of Stats' workers (2 × vocab floats each): callers
+// evaluate the head a chunk of rows at a time, and fresh buffers per chunk and worker would leave megabytes
+// of garbage per chunk at a 150k vocabulary.
+var scratch sync.Pool
+
+func getScratch(n int) *[]float32 {
+	if b, ok := scratch.Get().(*[]float32); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]float32, n)
+	return &b
 }
 
 // rowStats returns log p(target) and the entropy −Σ p log p of one row of logits x, through the shifted

@@ -1,0 +1,367 @@
+// Command enginebench measures the engine at real open-weight models' shapes with random weights: an RL
+// step, an SFT step, a prefill and decoding at batch 1 and 8, with tokens/s and peak RSS; with -compare it
+// runs the same work in PyTorch (Debian's python3-torch, the same thread count) too and prints the two side
+// by side (`make bench-compare`).
+//
+// Every workload runs in a process of its own (this binary re-executed, or torch_bench.py), so each peak
+// RSS — getrusage's ru_maxrss of that child, read by the parent the same way for both systems — belongs to
+// that workload alone: building the model, one small warm-up step and the measured step.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/linalg"
+	"github.com/trainyard/trainyard/engine/model"
+)
+
+//go:embed torch_bench.py
+var torchScript []byte
+
+// shape is a model architecture to measure at. The configs are Llama config.json files with the dimensions
+// of the named models (Qwen2.5's q/k/v biases left out on both sides: a vector add per projection).
+type shape struct {
+	name, config string
+}
+
+var shapes = []shape{
+	{"SmolLM2-135M", `{"model_type":"llama","vocab_size":49152,"hidden_size":576,"intermediate_size":1536,
+		"num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"head_dim":64,
+		"max_position_embeddings":8192,"rope_theta":100000,"rms_norm_eps":1e-5,"tie_word_embeddings":true}`},
+	{"Qwen2.5-0.5B", `{"model_type":"llama","vocab_size":151936,"hidden_size":896,"intermediate_size":4864,
+		"num_hidden_layers":24,"num_attention_heads":14,"num_key_value_heads":2,"head_dim":64,
+		"max_position_embeddings":32768,"rope_theta":1000000,"rms_norm_eps":1e-6,"tie_word_embeddings":true}`},
+}
+
+// result is one measurement, printed by a child as a JSON line.
+type result struct {
+	System  string  `json:"system"`
+	Work    string  `json:"work"`
+	Batch   int     `json:"batch,omitempty"`
+	Seqs    int     `json:"seqs,omitempty"`
+	Tokens  int     `json:"tokens"`
+	Seconds float64 `json:"seconds"`
+	rss     int64   // peak RSS of the child process (bytes), filled by the parent
+}
+
+func main() {
+	var (
+		compare   = flag.Bool("compare", false, "run every workload on both systems and print the table")
+		shapeName = flag.String("shape", "SmolLM2-135M", "model shape: "+shapeNames())
+		work      = flag.String("work", "rl", "rl, sft or infer (prefill, decode at batch 1 and 8)")
+		seqs      = flag.Int("seqs", 32, "sequences of a training step")
+		seqLen    = flag.Int("len", 128, "tokens per training sequence")
+		trainable = flag.Int("trainable", 96, "trailing trainable tokens per sequence")
+		prompt    = flag.Int("prompt", 128, "prompt tokens (prefill, and the context decoding starts from)")
+		decode    = flag.Int("decode", 32, "decoding steps")
+		python    = flag.String("python", "/usr/bin/python3", "Python with torch (compare)")
+		threads   = flag.Int("threads", runtime.GOMAXPROCS(0), "threads of both systems (compare)")
+		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
+		only      = flag.String("shapes", "", "comma-separated shapes to run (compare; default all)")
+	)
+	flag.Parse()
+	if *compare {
+		if err := runCompare(*python, *threads, *seqs, *seqLen, *trainable, *prompt, *decode, *torchSeqs, *only); err != nil {
+			fmt.Fprintln(os.Stderr, "enginebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	sh, ok := findShape(*shapeName)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "enginebench: unknown shape %q (%s)\n", *shapeName, shapeNames())
+		os.Exit(2)
+	}
+	var err error
+	switch *work {
+	case "rl", "sft":
+		err = trainWork(sh, *work, *seqs, *seqLen, *trainable)
+	case "infer":
+		err = inferWork(sh, *prompt, *decode)
+	default:
+		err = fmt.Errorf("unknown work %q", *work)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "enginebench:", err)
+		os.Exit(1)
+	}
+}
+
+func shapeNames() string {
+	var n []string
+	for _, s := range shapes {
+		n = append(n, s.name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func findShape(name string) (shape, bool) {
+	for _, s := range shapes {
+		if strings.EqualFold(s.name, name) {
+			return s, true
+		}
+	}
+	return shape{}, false
+}
+
+func emit(r result) {
+	r.System = "engine"
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+}
+
+// trainWork measures one RL (CISPO, token level) or SFT step of n sequences of T random tokens whose last
+// trainable tokens get loss, LoRA rank 8 on all seven projections, after a one-sequence warm-up step.
+func trainWork(sh shape, work string, n, T, trainable int) error {
+	ctx := context.Background()
+	b, err := engine.NewRandomBase(sh.name, []byte(sh.config), 1)
+	if err != nil {
+		return err
+	}
+	a, err := b.NewAdapter(engine.DefaultLoRAConfig(), 1)
+	if err != nil {
+		return err
+	}
+	tr := engine.NewTrainer(b, a, nil)
+	mk := func(n int, seed int64) []engine.RLSample {
+		rng := rand.New(rand.NewSource(seed))
+		out := make([]engine.RLSample, n)
+		for i := range out {
+			s := engine.Sequence{Tokens: make([]int, T), Trainable: make([]bool, T), OldLogprobs: make([]float32, T)}
+			for j := range s.Tokens {
+				s.Tokens[j] = rng.Intn(b.VocabSize())
+				s.Trainable[j] = j >= T-trainable
+				s.OldLogprobs[j] = -float32(math.Log(float64(b.VocabSize())))
+			}
+			out[i] = engine.RLSample{Sequence: s, Advantage: float32(rng.NormFloat64())}
+		}
+		return out
+	}
+	step := func(batch []engine.RLSample) error {
+		if work == "rl" {
+			_, err := tr.RLStep(ctx, batch, engine.RLConfig{}, engine.DefaultAdamWConfig())
+			return err
+		}
+		seqs := make([]engine.Sequence, len(batch))
+		for i, s := range batch {
+			seqs[i] = s.Sequence
+		}
+		_, err := tr.SFTStep(ctx, seqs, engine.DefaultAdamWConfig())
+		return err
+	}
+	if err := step(mk(1, 1)); err != nil {
+		return err
+	}
+	batch := mk(n, 2)
+	start := time.Now()
+	if err := step(batch); err != nil {
+		return err
+	}
+	emit(result{Work: work, Seqs: n, Tokens: n * T, Seconds: time.Since(start).Seconds()})
+	return nil
+}
+
+// inferWork measures the prefill of a prompt (logits of its last position only) and greedy decoding from
+// it with a KV cache at batch 1 and 8 (the batch's rows go through every projection as one product).
+func inferWork(sh shape, prompt, steps int) error {
+	ctx := context.Background()
+	cfg, err := model.ParseHFConfig([]byte(sh.config))
+	if err != nil {
+		return err
+	}
+	w, err := model.NewRandomWeights(cfg, model.BF16, 1) // as engine.NewRandomBase and OpenDir hold a base
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewSource(3))
+	ids := make([]int, prompt)
+	for i := range ids {
+		ids[i] = rng.Intn(cfg.VocabSize)
+	}
+	warm := w.NewCache(8)
+	if _, err := w.Prefill(ctx, warm, ids[:8], nil); err != nil {
+		return err
+	}
+	cache := w.NewCache(prompt + steps)
+	start := time.Now()
+	logits, err := w.Prefill(ctx, cache, ids, nil)
+	if err != nil {
+		return err
+	}
+	emit(result{Work: "prefill", Batch: 1, Tokens: prompt, Seconds: time.Since(start).Seconds()})
+	first := argmax(logits)
+	for _, batch := range []int{1, 8} {
+		caches := make([]*model.Cache, batch)
+		next := make([]int, batch)
+		for i := range caches {
+			caches[i] = cache.Clone()
+			next[i] = first
+		}
+		start := time.Now()
+		for s := 0; s < steps; s++ {
+			logits, err := w.Decode(ctx, caches, next, nil)
+			if err != nil {
+				return err
+			}
+			for i := range next {
+				next[i] = argmax(logits[i*cfg.VocabSize : (i+1)*cfg.VocabSize])
+			}
+		}
+		emit(result{Work: "decode", Batch: batch, Tokens: batch * steps, Seconds: time.Since(start).Seconds()})
+	}
+	return nil
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// child runs one workload in a process of its own and returns its results with the process's peak RSS.
+func child(name string, args ...string) ([]result, error) {
+	cmd := exec.Command(name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024 // KiB on Linux
+	// Progress for whoever watches a long run; the table comes when both systems are done.
+	fmt.Fprintf(os.Stderr, "%s peak RSS %s: %s", filepath.Base(name), gib(rss), stdout.String())
+	var out []result
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		var r result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: output %q: %w", name, sc.Text(), err)
+		}
+		r.rss = rss
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func runCompare(python string, threads, seqs, seqLen, trainable, prompt, decode int, torchSeqs, only string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	script, err := os.CreateTemp("", "torch_bench-*.py")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(script.Name())
+	if _, err := script.Write(torchScript); err != nil {
+		return err
+	}
+	if err := script.Close(); err != nil {
+		return err
+	}
+	fewer := map[string]int{}
+	for _, kv := range strings.Split(torchSeqs, ",") {
+		if name, n, ok := strings.Cut(kv, "="); ok {
+			var v int
+			if _, err := fmt.Sscan(n, &v); err != nil || v <= 0 {
+				return fmt.Errorf("-torch-seqs %q: %q is not a count", torchSeqs, n)
+			}
+			fewer[strings.ToLower(name)] = v
+		}
+	}
+	fmt.Printf("enginebench: engine (%s kernels, bfloat16 base, GOMAXPROCS=%d) vs PyTorch %s (float32, %d threads), random weights\n",
+		linalg.Backend(), threads, torchVersion(python), threads)
+	fmt.Println()
+	fmt.Println("| shape | work | engine tokens/s | PyTorch tokens/s | engine / PyTorch | engine peak RSS | PyTorch peak RSS |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
+	for _, sh := range shapes {
+		if only != "" && !containsFold(strings.Split(only, ","), sh.name) {
+			continue
+		}
+		tseqs := seqs
+		if n, ok := fewer[strings.ToLower(sh.name)]; ok && n < seqs {
+			tseqs = n
+		}
+		for _, work := range []string{"rl", "sft", "infer"} {
+			eargs := []string{"-shape", sh.name, "-work", work, "-seqs", fmt.Sprint(seqs), "-len", fmt.Sprint(seqLen),
+				"-trainable", fmt.Sprint(trainable), "-prompt", fmt.Sprint(prompt), "-decode", fmt.Sprint(decode)}
+			eng, err := childEnv(threads, self, eargs...)
+			if err != nil {
+				return err
+			}
+			targs := []string{script.Name(), "--config", sh.config, "--work", work, "--seqs", fmt.Sprint(tseqs),
+				"--len", fmt.Sprint(seqLen), "--trainable", fmt.Sprint(trainable), "--prompt", fmt.Sprint(prompt),
+				"--decode", fmt.Sprint(decode), "--threads", fmt.Sprint(threads)}
+			tor, err := child(python, targs...)
+			if err != nil {
+				return err
+			}
+			if len(eng) != len(tor) {
+				return fmt.Errorf("%s %s: engine gave %d results, PyTorch %d", sh.name, work, len(eng), len(tor))
+			}
+			for i, e := range eng {
+				t := tor[i]
+				label := map[string]string{"rl": "RL step", "sft": "SFT step", "prefill": "prefill", "decode": "decode"}[e.Work]
+				switch {
+				case e.Seqs > 0 && e.Seqs == t.Seqs:
+					label += fmt.Sprintf(", %d × %d", e.Seqs, seqLen)
+				case e.Seqs > 0:
+					label += fmt.Sprintf(", %d × %d (PyTorch %d × %d)", e.Seqs, seqLen, t.Seqs, seqLen)
+				case e.Work == "prefill":
+					label += fmt.Sprintf(", %d tokens", e.Tokens)
+				default:
+					label += fmt.Sprintf(", batch %d", e.Batch)
+				}
+				et, tt := float64(e.Tokens)/e.Seconds, float64(t.Tokens)/t.Seconds
+				fmt.Printf("| %s | %s | %.0f | %.0f | %.2f× | %s | %s |\n", sh.name, label, et, tt, et/tt, gib(e.rss), gib(t.rss))
+			}
+		}
+	}
+	fmt.Println()
+	fmt.Println("Peak RSS: each workload is its own process (model build, warm-up, measured step); the prefill and decode rows share one.")
+	return nil
+}
+
+// childEnv runs this binary as a child with GOMAXPROCS set to the thread count.
+func childEnv(threads int, name string, args ...string) ([]result, error) {
+	os.Setenv("GOMAXPROCS", fmt.Sprint(threads))
+	return child(name, args...)
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(strings.TrimSpace(v), s) {
+			return true
+		}
+	}
+	return false
+}
+
+func torchVersion(python string) string {
+	out, err := exec.Command(python, "-c", "import torch; print(torch.__version__)").Output()
+	if err != nil {
+		return "(torch not importable: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.2f GB", float64(b)/1e9) }

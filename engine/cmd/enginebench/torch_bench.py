@@ -1,0 +1,202 @@
+"""The PyTorch side of `enginebench -compare`: the same work as the engine's side, in PyTorch (Debian's
+python3-torch 1.13, CPU). A Llama decoder written out here (no transformers package), random weights, LoRA on
+the seven projections, the same losses and the same optimizer; one JSON line per measurement on stdout.
+
+Written to be a fair baseline rather than a strawman: the output head runs only on the rows that are
+trained (as the engine does), decoding writes into a preallocated KV cache (no torch.cat per token), grouped
+KV heads are attended without copying them, and training uses gradient accumulation over micro-batches
+(--micro sequences each) as one would to fit memory.
+"""
+
+import argparse
+import json
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def rms_norm(x, g, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
+
+
+class LoRALinear(torch.nn.Module):
+    """y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ with W frozen; A Kaiming-uniform, B zero (PEFT's initialisation)."""
+
+    def __init__(self, out_f, in_f, rank, alpha):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(out_f, in_f) * 0.02, requires_grad=False)
+        self.rank = rank
+        if rank:
+            bound = 1 / math.sqrt(in_f)
+            self.a = torch.nn.Parameter(torch.empty(rank, in_f).uniform_(-bound, bound))
+            self.b = torch.nn.Parameter(torch.zeros(out_f, rank))
+            self.scale = alpha / rank
+
+    def forward(self, x):
+        y = F.linear(x, self.weight)
+        if self.rank:
+            y = y + F.linear(F.linear(x, self.a), self.b) * self.scale
+        return y
+
+
+class Llama(torch.nn.Module):
+    def __init__(self, c, rank, alpha):
+        super().__init__()
+        self.c = c
+        d, hd = c["hidden_size"], c["head_dim"]
+        self.embed = torch.nn.Parameter(torch.randn(c["vocab_size"], d) * 0.02, requires_grad=False)
+        self.layers = torch.nn.ModuleList()
+        for _ in range(c["num_hidden_layers"]):
+            ly = torch.nn.Module()
+            ly.attn_norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
+            ly.mlp_norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
+            qd, kd = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+            ly.q = LoRALinear(qd, d, rank, alpha)
+            ly.k = LoRALinear(kd, d, rank, alpha)
+            ly.v = LoRALinear(kd, d, rank, alpha)
+            ly.o = LoRALinear(d, qd, rank, alpha)
+            ly.gate = LoRALinear(c["intermediate_size"], d, rank, alpha)
+            ly.up = LoRALinear(c["intermediate_size"], d, rank, alpha)
+            ly.down = LoRALinear(d, c["intermediate_size"], rank, alpha)
+            self.layers.append(ly)
+        self.norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
+        half = hd // 2
+        inv = c["rope_theta"] ** (-torch.arange(half, dtype=torch.float64) * 2 / hd)
+        ang = torch.arange(c["max_position_embeddings"], dtype=torch.float64)[:, None] * inv[None, :]
+        self.register_buffer("cos", torch.cat([ang.cos(), ang.cos()], -1).float(), persistent=False)
+        self.register_buffer("sin", torch.cat([ang.sin(), ang.sin()], -1).float(), persistent=False)
+
+    def rope(self, x, pos):  # x [B, heads, T, hd]; rotate-half layout as Hugging Face's Llama
+        cos, sin = self.cos[pos], self.sin[pos]
+        h = x.shape[-1] // 2
+        rot = torch.cat([-x[..., h:], x[..., :h]], -1)
+        return x * cos + rot * sin
+
+    def hidden(self, ids, cache=None, start=0):
+        """Final hidden states of ids [B, T]; with cache (per layer [K, V] of [B, kvh, max, hd]) the new keys
+        and values are written at start.. and attention covers the cache up to start+T."""
+        c = self.c
+        B, T = ids.shape
+        H, KV, hd, eps = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["rms_norm_eps"]
+        g = H // KV
+        pos = torch.arange(start, start + T)
+        x = self.embed[ids]
+        mask = None
+        if T > 1:
+            mask = torch.full((T, start + T), float("-inf")).triu(start + 1)
+        for li, ly in enumerate(self.layers):
+            h = rms_norm(x, ly.attn_norm, eps)
+            q = self.rope(ly.q(h).view(B, T, H, hd).transpose(1, 2), pos)
+            k = self.rope(ly.k(h).view(B, T, KV, hd).transpose(1, 2), pos)
+            v = ly.v(h).view(B, T, KV, hd).transpose(1, 2)
+            if cache is not None:
+                cache[li][0][:, :, start:start + T] = k
+                cache[li][1][:, :, start:start + T] = v
+                k, v = cache[li][0][:, :, :start + T], cache[li][1][:, :, :start + T]
+            # Grouped heads: view q as [B, KV, g·T, hd] so each KV head serves its g query heads, no copies.
+            qg = q.reshape(B, KV, g * T, hd)
+            s = torch.matmul(qg, k.transpose(-1, -2)) / math.sqrt(hd)
+            if mask is not None:
+                s = s.view(B, KV, g, T, -1) + mask
+                s = s.view(B, KV, g * T, -1)
+            a = torch.matmul(torch.softmax(s, -1), v).view(B, H, T, hd)
+            x = x + ly.o(a.transpose(1, 2).reshape(B, T, H * hd))
+            h = rms_norm(x, ly.mlp_norm, eps)
+            x = x + ly.down(F.silu(ly.gate(h)) * ly.up(h))
+        return rms_norm(x, self.norm, eps)
+
+    def logits(self, h):
+        return F.linear(h, self.embed)
+
+
+def batch(n, T, V, gen):
+    return torch.randint(0, V, (n, T), generator=gen)
+
+
+def train_step(m, opt, ids, trainable, work, adv, micro):
+    """One optimizer step over ids [n, T] whose last `trainable` tokens get loss, in micro-batches."""
+    n, T = ids.shape
+    N = n * trainable
+    opt.zero_grad(set_to_none=True)
+    for lo in range(0, n, micro):
+        x = ids[lo:lo + micro]
+        h = m.hidden(x)[:, T - trainable - 1:T - 1]  # rows predicting the trainable tokens
+        logp = torch.log_softmax(m.logits(h).float(), -1)
+        lp = logp.gather(-1, x[:, T - trainable:, None]).squeeze(-1)
+        if work == "sft":
+            loss = -lp.sum() / N
+        else:  # CISPO, token level: −sg(clip(ρ, 1−ε, 1+ε_h))·A·logp with ε = 1, ε_h = 4
+            old = torch.full_like(lp, -math.log(m.c["vocab_size"]))
+            ratio = torch.exp(lp.detach() - old).clamp(0, 5)
+            loss = -(ratio * adv[lo:lo + micro, None] * lp).sum() / N
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_([p for p in m.parameters() if p.requires_grad], 1.0)
+    opt.step()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", required=True, help="config.json of the shape (JSON text)")
+    ap.add_argument("--work", choices=["rl", "sft", "infer"], required=True)
+    ap.add_argument("--seqs", type=int, default=32)
+    ap.add_argument("--len", type=int, default=128)
+    ap.add_argument("--trainable", type=int, default=96)
+    ap.add_argument("--micro", type=int, default=8)
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--decode", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    c = json.loads(a.config)
+    c.setdefault("head_dim", c["hidden_size"] // c["num_attention_heads"])
+    gen = torch.Generator().manual_seed(2)
+    V = c["vocab_size"]
+
+    def out(**kw):
+        print(json.dumps(dict(system="pytorch", **kw)), flush=True)
+
+    if a.work in ("rl", "sft"):
+        m = Llama(c, 8, 16)
+        opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4, weight_decay=0)
+        adv = torch.randn(a.seqs, generator=gen)
+        train_step(m, opt, batch(1, a.len, V, gen), a.trainable, a.work, adv, a.micro)  # warm-up
+        ids = batch(a.seqs, a.len, V, gen)
+        t = time.perf_counter()
+        train_step(m, opt, ids, a.trainable, a.work, adv, a.micro)
+        el = time.perf_counter() - t
+        out(work=a.work, tokens=a.seqs * a.len, seconds=el, seqs=a.seqs)
+        return
+    m = Llama(c, 0, 0)
+    KV, hd = c["num_key_value_heads"], c["head_dim"]
+    with torch.no_grad():
+        def new_cache(b, n):
+            return [[torch.empty(b, KV, n, hd), torch.empty(b, KV, n, hd)] for _ in m.layers]
+
+        prompt = batch(1, a.prompt, V, gen)
+        m.logits(m.hidden(prompt[:, :8], new_cache(1, 8))[:, -1])  # warm-up
+        cache = new_cache(1, a.prompt + a.decode)
+        t = time.perf_counter()
+        logits = m.logits(m.hidden(prompt, cache)[:, -1])  # prefill: the last position's logits only
+        el = time.perf_counter() - t
+        out(work="prefill", batch=1, tokens=a.prompt, seconds=el)
+        for b in (1, 8):
+            one = new_cache(1, a.prompt)
+            logits = m.logits(m.hidden(prompt, one)[:, -1])
+            cache = new_cache(b, a.prompt + a.decode)
+            for layer, src in zip(cache, one):  # the prompt's keys/values into every row of the batch
+                for kv, pre in zip(layer, src):
+                    kv[:, :, :a.prompt] = pre
+            nxt = logits.argmax(-1).expand(b)[:, None].contiguous()
+            t = time.perf_counter()
+            for s in range(a.decode):
+                logits = m.logits(m.hidden(nxt, cache, a.prompt + s)[:, -1])
+                nxt = logits.argmax(-1)[:, None]
+            el = time.perf_counter() - t
+            out(work="decode", batch=b, tokens=b * a.decode, seconds=el)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"github.com/trainyard/trainyard/engine/model"
+	"github.com/trainyard/trainyard/engine/train"
+)
+
+// headChunkBytes bounds the logits held at once: 32 MiB is 170 rows of a 49,152-id vocabulary, 55 of
+// Qwen's 151,936, enough rows for the head's matrix product to run at full speed.
+const headChunkBytes = 32 << 20
+
+// headChunkRows is the number of rows whose logits are materialised at once.
+func headChunkRows(vocab int) int { return max(8, headChunkBytes/(4*vocab)) }
+
+// coefFunc returns ∂loss/∂logp for rows lo..hi of a head evaluation, given those rows' logprobs and
+// entropies.
+type coefFunc func(lo, hi int, st train.TokenStats) ([]float64, error)
+
+// head evaluates the output head of p on rows (predicting targets) one chunk of rows at a time and returns
+// every row's target logprob and entropy; the full [rows × vocab] logit matrix never exists. With coef set,
+// each chunk's loss gradient is back-propagated into the pass (model.Pass.AddHeadGrad, ready for
+// BackwardHidden) before the chunk's logits are dropped.
+func (t *Trainer) head(p *model.Pass, rows, targets []int, coef coefFunc) (train.TokenStats, error) {
+	V := t.base.w.Cfg.VocabSize
+	n := headChunkRows(V)
+	if t.headRows > 0 {
+		n = t.headRows
+	}
+	if need := min(n, len(rows)) * V; len(t.logits) < need {
+		t.logits = make([]float32, need)
+	}
+	all := train.TokenStats{Logprob: make([]float64, len(rows)), Entropy: make([]float64, len(rows))}
+	for lo := 0; lo < len(rows); lo += n {
+		hi := min(lo+n, len(rows))
+		logits := p.LogitsInto(t.logits, rows[lo:hi])
+		st := train.Stats(logits, V, targets[lo:hi])
+		copy(all.Logprob[lo:], st.Logprob)
+		copy(all.Entropy[lo:], st.Entropy)
+		if coef == nil {
+			continue
+		}
+		c, err := coef(lo, hi, st)
+		if err != nil {
+			return all, err
+		}
+		train.LogprobGrad(logits, V, targets[lo:hi], c)
+		p.AddHeadGrad(rows[lo:hi], logits, model.Grads{L: t.grads})
+	}
+	return all, nil
+}

@@ -1,0 +1,210 @@
+package linalg
+
+import "math"
+
+// bfloat16 weights: frozen base-model matrices are stored as the upper 16 bits of float32 (half the memory
+// and half the bytes streamed per decoded token) and widened to float32 on the fly, so every product still
+// multiplies and accumulates in float32.
+
+// The implementations in use (AVX2 on amd64 when present, see bf16_amd64.go).
+var (
+	widenBF16 = widenBF16Generic
+	dotBF16   = dotBF16Generic
+)
+
+// WidenBF16 sets dst[i] to the float32 value of the bfloat16 src[i], for i < len(src).
+func WidenBF16(dst []float32, src []uint16) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[len(src)-1]
+	widenBF16(dst[:len(src)], src)
+}
+
+// RoundBF16 sets dst[i] to src[i] rounded to the nearest bfloat16 (ties to even; NaN stays NaN).
+func RoundBF16(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = ToBF16(v)
+	}
+}
+
+// ToBF16 rounds v to the nearest bfloat16 (ties to even; NaN stays a quiet NaN).
+func ToBF16(v float32) uint16 {
+	b := math.Float32bits(v)
+	if v != v {
+		return uint16(b>>16) | 0x40
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+func widenBF16Generic(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = math.Float32frombits(uint32(h) << 16)
+	}
+}
+
+func dotBF16Generic(x []float32, y []uint16) float32 {
+	y = y[:len(x)]
+	var s0, s1 float32
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		s0 += x[i] * math.Float32frombits(uint32(y[i])<<16)
+		s1 += x[i+1] * math.Float32frombits(uint32(y[i+1])<<16)
+	}
+	if i < len(x) {
+		s0 += x[i] * math.Float32frombits(uint32(y[i])<<16)
+	}
+	return s0 + s1
+}
+
+// bf16Chunk is how many bfloat16 values of B one Sgemm call of SgemmBF16 widens at a time: 1 Mi floats (4 MiB
+// of float32), at least a whole nc block of the packed path, so the blocked kernel sees the same shapes.
+const bf16Chunk = 1 << 20
+
+// bf16SmallChunk is the widened block for products of a few rows (decoding): 64 Ki floats stay in L2 while
+// each row of A passes over them.
+const bf16SmallChunk = 1 << 16
+
+// SgemmBF16 is Sgemm with B stored as bfloat16 (same layout rules): C = alpha·op(A)·op(B) + beta·C in
+// float32. A single row times Bᵀ (one decoded token through a weight matrix) streams B through a fused
+// widen-and-dot kernel; everything else widens B a block at a time into float32 scratch and runs Sgemm on
+// it, so the blocked kernels, their packing and their parallelism are those of Sgemm.
+func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+	beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic("linalg.SgemmBF16: negative dimension")
+	}
+	checkMatrix("A", transA, m, k, a, lda)
+	checkMatrix("C", false, m, n, c, ldc)
+	r, cl := k, n
+	if transB {
+		r, cl = n, k
+	}
+	if ldb < max(cl, 1) || (r > 0 && cl > 0 && len(b) < (r-1)*ldb+cl) {
+		panic("linalg.SgemmBF16: B too short for its shape and stride")
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleMatrix(m, n, beta, c, ldc)
+		return
+	}
+	if transB {
+		if m == 1 {
+			x := vectorOf(a, transA, lda, k)
+			gemvRowsBF16(b, ldb, x, n, alpha, beta, c)
+			return
+		}
+		sgemmBF16Cols(transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	// op(B) = B, k × n: widen blocks of whole rows of B (k-steps) and accumulate their products into C.
+	rows := max(1, bf16Chunk/n)
+	scratch := getScratch(min(rows, k) * n)
+	defer putScratch(scratch)
+	for p0 := 0; p0 < k; p0 += rows {
+		kb := min(rows, k-p0)
+		w := (*scratch)[:kb*n]
+		widenRows(w, b, ldb, p0, kb, n)
+		ap := a[p0:]
+		if transA {
+			ap = a[p0*lda:]
+		}
+		bt := beta
+		if p0 > 0 {
+			bt = 1
+		}
+		Sgemm(transA, false, m, n, kb, alpha, ap, lda, w, n, bt, c, ldc)
+	}
+}
+
+// sgemmBF16Cols computes op(A)·Bᵀ with B stored n × k, a block of B's rows (columns of C) at a time. For a
+// few rows of A the blocks are small and widened by parallel workers, each running the product of its
+// block; for many rows one block at a time is widened and Sgemm parallelises the product itself.
+func sgemmBF16Cols(transA bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+	beta float32, c []float32, ldc int) {
+	chunk, workers, release := bf16Chunk, 1, func() {}
+	if m <= 16 {
+		chunk = bf16SmallChunk
+		workers, release = acquireWorkers(m, n, k)
+	}
+	defer release()
+	cols := max(1, chunk/k)
+	if m > 16 && cols >= 32 {
+		cols = cols / 32 * 32
+	}
+	blocks := (n + cols - 1) / cols
+	parallelFor(workers, blocks, func(_, blk int) {
+		j0 := blk * cols
+		nb := min(cols, n-j0)
+		scratch := getScratch(nb * k)
+		defer putScratch(scratch)
+		w := (*scratch)[:nb*k]
+		if workers > 1 { // the workers already split the blocks
+			for j := 0; j < nb; j++ {
+				widenBF16(w[j*k:(j+1)*k], b[(j0+j)*ldb:(j0+j)*ldb+k])
+			}
+		} else {
+			widenRows(w, b, ldb, j0, nb, k)
+		}
+		sgemm(transA, true, m, nb, k, alpha, a, lda, w, k, beta, c[j0:], ldc)
+	})
+}
+
+// widenRows widens rows [r0, r0+rows) of the bfloat16 matrix b (stride ldb, width cols) into w (stride cols),
+// in parallel for large blocks: a 4 MiB block (a slice of a 150k-token vocabulary's head) takes milliseconds
+// on one core, which the product it feeds would otherwise wait for.
+func widenRows(w []float32, b []uint16, ldb, r0, rows, cols int) {
+	const band = 64
+	workers, release := acquireWorkers(rows, cols, 16)
+	defer release()
+	parallelFor(workers, (rows+band-1)/band, func(_, i int) {
+		for r := i * band; r < min(rows, (i+1)*band); r++ {
+			widenBF16(w[r*cols:(r+1)*cols], b[(r0+r)*ldb:(r0+r)*ldb+cols])
+		}
+	})
+}
+
+// gemvRowsBF16 sets out[j] = alpha·Dot(x, B[j, :]) + beta·out[j] for the n rows of B, in parallel chunks.
+func gemvRowsBF16(b []uint16, ldb int, x []float32, n int, alpha, beta float32, out []float32) {
+	const chunk = 256
+	k := len(x)
+	workers, release := acquireWorkers(n, k, 1)
+	defer release()
+	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
+		j0 := ch * chunk
+		var tmp [chunk]float32
+		dots := tmp[:min(chunk, n-j0)]
+		for j := range dots {
+			dots[j] = dotBF16(x, b[(j0+j)*ldb:(j0+j)*ldb+k])
+		}
+		mergeVector(dots, alpha, beta, out[j0:], 1)
+	})
+}
+
+var scratchPool = make(chan *[]float32, 8)
+
+// getScratch returns a float32 buffer of at least n values (from a small free list: the widened blocks are
+// up to 4 MiB, too big to allocate per call).
+func getScratch(n int) *[]float32 {
+	select {
+	case s := <-scratchPool:
+		if cap(*s) >= n {
+			*s = (*s)[:n]
+			return s
+		}
+	default:
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+func putScratch(s *[]float32) {
+	select {
+	case scratchPool <- s:
+	default:
+	}
+}

@@ -1,0 +1,124 @@
+#include "textflag.h"
+
+// bfloat16 → float32: zero-extend each 16-bit value to 32 bits (VPMOVZXWD) and shift it into the upper half.
+
+// func widenBF16AVX2(dst *float32, src *uint16, n int)
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+widen32:
+	CMPQ CX, $32
+	JLT widen8
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPMOVZXWD 32(SI), Y2
+	VPMOVZXWD 48(SI), Y3
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VPSLLD $16, Y2, Y2
+	VPSLLD $16, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP widen32
+
+widen8:
+	CMPQ CX, $8
+	JLT widen1
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP widen8
+
+widen1:
+	TESTQ CX, CX
+	JZ widendone
+	MOVWLZX (SI), AX
+	SHLL $16, AX
+	MOVL AX, (DI)
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP widen1
+
+widendone:
+	VZEROUPPER
+	RET
+
+// func dotBF16AVX2(x *float32, y *uint16, n int) float32
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot32:
+	CMPQ CX, $32
+	JLT dot8
+	VPMOVZXWD (SI), Y4
+	VPMOVZXWD 16(SI), Y5
+	VPMOVZXWD 32(SI), Y6
+	VPMOVZXWD 48(SI), Y7
+	VPSLLD $16, Y4, Y4
+	VPSLLD $16, Y5, Y5
+	VPSLLD $16, Y6, Y6
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP dot32
+
+dot8:
+	CMPQ CX, $8
+	JLT dotreduce
+	VPMOVZXWD (SI), Y4
+	VPSLLD $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP dot8
+
+dotreduce:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	TESTQ CX, CX
+	JZ dotdone
+
+dot1:
+	MOVWLZX (SI), AX
+	SHLL $16, AX
+	MOVL AX, X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ dot1
+
+dotdone:
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

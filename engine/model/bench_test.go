@@ -1,0 +1,179 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+// smolLM2 is SmolLM2-135M's shape.
+var smolLM2 = Config{VocabSize: 49152, Dim: 576, Layers: 30, Heads: 9, KVHeads: 3, HeadDim: 64, Hidden: 1536,
+	MaxSeqLen: 2048, RopeTheta: 100000, NormEps: 1e-5, TiedEmbeddings: true, Arch: "llama"}
+
+// BenchmarkBaseDType compares a float32 and a bfloat16 base at SmolLM2-135M's shape: the memory the weights
+// take, decoding at batch 1 (the matrices streamed once per token) and 8 (few-row products) and a 128-token
+// prefill and a LoRA forward+backward over 4 × 128 tokens (the packed paths).
+//
+//	go test -run XXX -bench BaseDType -benchtime 20x ./engine/model/
+func BenchmarkBaseDType(b *testing.B) {
+	w32, err := NewWeights(smolLM2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w32.Init(1)
+	bases := map[DType]*Weights{F32: w32, BF16: w32.ToBF16()}
+	prompt := make([]int, 128)
+	rng := rand.New(rand.NewSource(1))
+	for i := range prompt {
+		prompt[i] = rng.Intn(smolLM2.VocabSize)
+	}
+	ctx := context.Background()
+	for _, dt := range []DType{F32, BF16} {
+		w := bases[dt]
+		b.Run(fmt.Sprintf("decode/%s", dt), func(b *testing.B) {
+			c := w.NewCache(2048)
+			if _, err := w.Prefill(ctx, c, prompt[:8], nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if c.Len == c.cap {
+					b.StopTimer()
+					c = w.NewCache(2048)
+					_, _ = w.Prefill(ctx, c, prompt[:8], nil)
+					b.StartTimer()
+				}
+				if _, err := w.Decode(ctx, []*Cache{c}, []int{prompt[i%128]}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(w.Bytes())/1e6, "base-MB")
+		})
+		b.Run(fmt.Sprintf("decode8/%s", dt), func(b *testing.B) {
+			caches := make([]*Cache, 8)
+			toks := make([]int, 8)
+			for i := range caches {
+				caches[i] = w.NewCache(2048)
+				if _, err := w.Prefill(ctx, caches[i], prompt[i:i+8], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := range toks {
+					toks[j] = prompt[(i+j)%128]
+				}
+				if _, err := w.Decode(ctx, caches, toks, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(8*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+		b.Run(fmt.Sprintf("lora-step4x128/%s", dt), func(b *testing.B) {
+			all := [NumModules]bool{true, true, true, true, true, true, true}
+			lora, _ := NewLoRA(smolLM2, 8, 16, 0, all, 1)
+			grads := lora.ZeroLike()
+			seqs := [][]int{prompt, prompt, prompt, prompt}
+			rows := make([]int, 4*96) // the last 96 positions of each sequence are trained
+			for i := range rows {
+				rows[i] = (i/96)*128 + 32 + i%96
+			}
+			dl := make([]float32, len(rows)*smolLM2.VocabSize)
+			for i := range dl {
+				dl[i] = float32(rng.NormFloat64()) * 1e-4
+			}
+			arena := &Arena{}
+			for i := 0; i < b.N; i++ {
+				arena.Reset()
+				p, err := w.Forward(ctx, seqs, PassOptions{LoRA: lora, Keep: true, Arena: arena})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Logits(rows)
+				if err := p.Backward(ctx, rows, dl, Grads{L: grads}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(4*128*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+		b.Run(fmt.Sprintf("prefill128/%s", dt), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := w.Prefill(ctx, w.NewCache(128), prompt, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(128*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkPrefillBatch measures prefilling 8 prompts of 16 and of 128 tokens at SmolLM2-135M's shape
+// (float32) one after another, concurrently on 8 goroutines (how concurrent requests prefilled before the
+// sampler's batcher grouped them) and together in one PrefillBatch pass. Batching saves reading the weights
+// once per prompt, which matters most for short prompts: at 128 rows the matrix products are already
+// compute-bound.
+//
+//	go test -run XXX -bench PrefillBatch -benchtime 5x ./engine/model/
+func BenchmarkPrefillBatch(b *testing.B) {
+	w, err := NewWeights(smolLM2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.Init(1)
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(1))
+	const n = 8
+	for _, T := range []int{16, 128} {
+		prompts := make([][]int, n)
+		for i := range prompts {
+			prompts[i] = make([]int, T)
+			for j := range prompts[i] {
+				prompts[i][j] = rng.Intn(smolLM2.VocabSize)
+			}
+		}
+		caches := func() []*Cache {
+			cs := make([]*Cache, n)
+			for i := range cs {
+				cs[i] = w.NewCache(T)
+			}
+			return cs
+		}
+		b.Run(fmt.Sprintf("%dx%d/sequential", n, T), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for j, c := range caches() {
+					if _, err := w.Prefill(ctx, c, prompts[j], nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(n*T*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+		b.Run(fmt.Sprintf("%dx%d/goroutines", n, T), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				errs := make(chan error, n)
+				for j, c := range caches() {
+					go func() {
+						_, err := w.Prefill(ctx, c, prompts[j], nil)
+						errs <- err
+					}()
+				}
+				for range n {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(n*T*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+		b.Run(fmt.Sprintf("%dx%d/batched", n, T), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := w.PrefillBatch(ctx, caches(), prompts, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n*T*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

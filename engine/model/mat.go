@@ -1,0 +1,66 @@
+package model
+
+import "github.com/trainyard/trainyard/engine/linalg"
+
+// DType is how a Weights holds its matrices: float32, or bfloat16 widened to float32 inside every product
+// (half the memory; norms, biases, adapters and all activations stay float32 either way).
+type DType string
+
+const (
+	F32  DType = "float32"
+	BF16 DType = "bfloat16"
+)
+
+// Mat is a weight matrix [Rows × Cols] in PyTorch layout, held as float32 (F32) or bfloat16 (BF16): exactly
+// one of the two is set.
+type Mat struct {
+	Rows, Cols int
+	F32        []float32
+	BF16       []uint16
+}
+
+func newMat(rows, cols int, dtype DType) Mat {
+	if dtype == BF16 {
+		return Mat{Rows: rows, Cols: cols, BF16: make([]uint16, rows*cols)}
+	}
+	return Mat{Rows: rows, Cols: cols, F32: make([]float32, rows*cols)}
+}
+
+// MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows].
+func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
+	if m.BF16 != nil {
+		linalg.SgemmBF16(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
+		return
+	}
+	linalg.Sgemm(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.F32, m.Cols, beta, y, m.Rows)
+}
+
+// Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
+func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
+	if m.BF16 != nil {
+		linalg.SgemmBF16(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
+		return
+	}
+	linalg.Sgemm(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.F32, m.Cols, beta, dx, m.Cols)
+}
+
+// Row copies row i into dst (an embedding lookup).
+func (m *Mat) Row(i int, dst []float32) {
+	if m.BF16 != nil {
+		linalg.WidenBF16(dst[:m.Cols], m.BF16[i*m.Cols:(i+1)*m.Cols])
+		return
+	}
+	copy(dst[:m.Cols], m.F32[i*m.Cols:(i+1)*m.Cols])
+}
+
+// Bytes is the memory the matrix takes.
+func (m *Mat) Bytes() int64 { return int64(len(m.F32))*4 + int64(len(m.BF16))*2 }
+
+// set fills the matrix from float32 values, rounding to bfloat16 if that is its storage.
+func (m *Mat) set(v []float32) {
+	if m.BF16 != nil {
+		linalg.RoundBF16(m.BF16, v)
+		return
+	}
+	copy(m.F32, v)
+}

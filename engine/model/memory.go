@@ -1,0 +1,52 @@
+package model
+
+// TrainPassBytes is the arena memory of a training pass (Forward with Keep, then Backward) over sequences of
+// the given lengths with a LoRA adapter of rank on targets (dropout: its masks are kept too). It mirrors the
+// buffers forward.go, backward.go and head.go take from the arena; TestTrainPassBytes holds it to the
+// arena's count.
+func TrainPassBytes(c Config, rank int, targets [NumModules]bool, dropout bool, lens []int) int64 {
+	D, QD, KVD, H, L := int64(c.Dim), int64(c.QDim()), int64(c.KVDim()), int64(c.Hidden), int64(c.Layers)
+	var lu, drop int64
+	for m, on := range targets {
+		if on {
+			lu += int64(rank)
+			if dropout {
+				_, in := c.Shape(m)
+				drop += 2 * int64(in)
+			}
+		}
+	}
+	// Per token: the embedding; per layer the kept activations (two residual copies, h1, q, k, v, att, h2,
+	// gate, up, act, two norm scales, the LoRA bottlenecks and dropout masks) and, in Backward, the LoRA
+	// bottleneck gradients; the final norm (scale, output), the hidden-state and residual gradients and the
+	// backward scratch shared by all layers.
+	perToken := D + L*(4*D+2*QD+2*KVD+3*H+2+2*lu+drop) + 1 + D + 2*D + 3*H + D + 2*QD + 2*KVD
+	if c.QKNorm { // per layer the queries and keys before their norms and the norms' scales; their gradients
+		perToken += L*(QD+KVD+int64(c.Heads+c.KVHeads)) + QD + KVD
+	}
+	var n, sq int64
+	for _, t := range lens {
+		n += int64(t)
+		sq += int64(t) * int64(t)
+	}
+	// Attention weights of every (sequence, head) of every layer: T×T each.
+	return 4 * (n*perToken + L*int64(c.Heads)*sq)
+}
+
+// InferPassBytes is the arena memory of a forward pass without kept activations (one layer's buffers
+// reused by every layer) over n tokens, with a LoRA adapter of rank on nTargets projections (0: none).
+func InferPassBytes(c Config, rank, nTargets, n int) int64 {
+	D, QD, KVD, H := int64(c.Dim), int64(c.QDim()), int64(c.KVDim()), int64(c.Hidden)
+	perToken := D + (2*D + 2*QD + 2*KVD + 3*H + 2 + int64(rank*nTargets)) + 1 + D
+	if c.QKNorm {
+		perToken += QD + KVD + int64(c.Heads+c.KVHeads)
+	}
+	return 4 * int64(n) * perToken
+}
+
+// RopeBytes is the memory of the rotary table weights of config c hold besides their parameters (cos and
+// sin of every position and frequency): Config.WeightBytes + RopeBytes is what loading a base takes.
+func RopeBytes(c Config) int64 { return 4 * int64(c.MaxSeqLen) * int64(c.HeadDim) }
+
+// MemoryBytes is the memory of the weights and the rotary table.
+func (w *Weights) MemoryBytes() int64 { return w.Bytes() + RopeBytes(w.Cfg) }

@@ -1,0 +1,200 @@
+package hf
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json (the special tokens and chat
+// template), as found in a Hugging Face model directory.
+func Load(dir string) (*Tokenizer, error) {
+	tokPath := filepath.Join(dir, "tokenizer.json")
+	tok, err := os.ReadFile(tokPath)
+	if err != nil {
+		return nil, &LoadError{File: tokPath, Err: err}
+	}
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfg, err := os.ReadFile(cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		cfg, err = nil, nil
+	}
+	if err != nil {
+		return nil, &LoadError{File: cfgPath, Err: err}
+	}
+	return newTokenizer(tok, cfg, tokPath, cfgPath)
+}
+
+// New builds a tokenizer from the contents of tokenizer.json and tokenizer_config.json (config may be nil).
+func New(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
+	return newTokenizer(tokenizerJSON, configJSON, "tokenizer.json", "tokenizer_config.json")
+}
+
+// fileJSON is the part of tokenizer.json this package reads. truncation and padding are not read: they only
+// apply when the caller asks for them, as transformers does. post_processor is not read either: it adds
+// special tokens (a BOS) only when encoding with add_special_tokens, which this package does not offer
+// (chat templates write their BOS themselves).
+type fileJSON struct {
+	AddedTokens  []addedJSON     `json:"added_tokens"`
+	Normalizer   json.RawMessage `json:"normalizer"`
+	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
+	Decoder      json.RawMessage `json:"decoder"`
+	Model        modelJSON       `json:"model"`
+}
+
+type addedJSON struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+type modelJSON struct {
+	Type                    string          `json:"type"`
+	Dropout                 *float64        `json:"dropout"`
+	UnkToken                *string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Vocab                   json.RawMessage `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+}
+
+func newTokenizer(tokJSON, cfgJSON []byte, tokFile, cfgFile string) (*Tokenizer, error) {
+	fail := func(field string, err error) (*Tokenizer, error) {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			field, err = joinPath(field, fe.path), fe.err
+		}
+		return nil, &LoadError{File: tokFile, Field: field, Err: err}
+	}
+	var f fileJSON
+	if err := json.Unmarshal(tokJSON, &f); err != nil {
+		return fail("", err)
+	}
+	t := &Tokenizer{}
+	o, err := parseObject(f.Normalizer)
+	if err == nil {
+		t.norm, err = parseNormalizer(o)
+	}
+	if err != nil {
+		return fail("normalizer", err)
+	}
+	if o, err = parseObject(f.PreTokenizer); err == nil {
+		t.pre, err = parsePreTokenizer(o)
+	}
+	if err != nil {
+		return fail("pre_tokenizer", err)
+	}
+	if o, err = parseObject(f.Decoder); err == nil {
+		err = parseDecoder(o)
+	}
+	if err != nil {
+		return fail("decoder", err)
+	}
+	var vocab map[string]int
+	if t.model, vocab, err = buildModel(&f.Model); err != nil {
+		return fail("model", err)
+	}
+	if err := t.addTokens(f.AddedTokens, vocab); err != nil {
+		return fail("added_tokens", err)
+	}
+	if err := t.readConfig(cfgJSON, cfgFile); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func joinPath(a, b string) string {
+	if a == "" || strings.HasPrefix(b, "[") {
+		return a + b
+	}
+	return a + "." + b
+}
+
+// buildModel checks the BPE options and indexes the vocabulary and merges by raw bytes and ids; it also
+// returns the vocabulary as spelled in the file.
+func buildModel(mj *modelJSON) (*bpe, map[string]int, error) {
+	switch {
+	case mj.Type != "" && mj.Type != "BPE":
+		return nil, nil, errAt("type", unsupported("model %q (supported: BPE)", mj.Type))
+	case mj.Dropout != nil && *mj.Dropout != 0:
+		return nil, nil, errAt("dropout", unsupported("BPE dropout makes encoding random"))
+	case mj.ByteFallback:
+		return nil, nil, errAt("byte_fallback", unsupported("byte fallback (SentencePiece-style BPE)"))
+	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
+		return nil, nil, errAt("continuing_subword_prefix", unsupported("%q", *mj.ContinuingSubwordPrefix))
+	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
+		return nil, nil, errAt("end_of_word_suffix", unsupported("%q", *mj.EndOfWordSuffix))
+	}
+	vocab, err := parseVocab(mj.Vocab)
+	if err == nil && len(vocab) == 0 {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return nil, nil, errAt("vocab", err)
+	}
+	m := &bpe{raw: make(map[string]int32, len(vocab)), ignoreMerges: mj.IgnoreMerges, cache: newWordCache()}
+	// The bytes of every token, in id order, in one block: the model's raw keys and the tokenizer's id →
+	// bytes table point into it instead of holding 150,000 small allocations each.
+	size := 0
+	for tok, id := range vocab {
+		if id < 0 || id > 1<<30 {
+			return nil, nil, errAt("vocab", fmt.Errorf("token %q has id %d", tok, id))
+		}
+		size = max(size, id+1)
+	}
+	byID := make([]string, size)
+	for tok, id := range vocab {
+		byID[id] = tok
+	}
+	arena := make([]byte, 0, len(mj.Vocab)/2)
+	offs := make([]int32, size+1)
+	for id, tok := range byID {
+		arena = appendSpelled(arena, tok)
+		offs[id+1] = int32(len(arena))
+	}
+	text := string(arena)
+	m.tokens = make([][]byte, size)
+	for id, tok := range byID {
+		a, b := offs[id], offs[id+1]
+		m.tokens[id] = arena[a:b:b]
+		if tok != "" && spellOnly(tok) {
+			m.raw[text[a:b]] = int32(id)
+		}
+	}
+	for b := 0; b < 256; b++ {
+		id, ok := vocab[byteSpell[b]]
+		if !ok {
+			return nil, nil, errAt("vocab", unsupported("no token for byte 0x%02X (%q): not a byte-level vocabulary", b, byteSpell[b]))
+		}
+		m.byteID[b] = int32(id)
+	}
+	m.merges = make(map[uint64]mergeTo, len(mj.Merges)/24) // entries average 25-30 bytes
+	var joined []byte
+	rank := int32(0)
+	err = parseMerges(mj.Merges, func(a, b []byte) error {
+		joined = append(append(joined[:0], a...), b...)
+		ida, okA := vocab[string(a)]
+		idb, okB := vocab[string(b)]
+		idc, okC := vocab[string(joined)]
+		if !okA || !okB || !okC {
+			return fmt.Errorf("%q %q: a token is not in the vocabulary", a, b)
+		}
+		// A pair listed twice keeps its last rank, as the reference's map does.
+		m.merges[pairKey(int32(ida), int32(idb))] = mergeTo{rank: rank, id: int32(idc)}
+		rank++
+		return nil
+	})
+	if err != nil {
+		return nil, nil, errAt("merges", err)
+	}
+	return m, vocab, nil
+}
