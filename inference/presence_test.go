@@ -1,0 +1,66 @@
+package inference
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trainyard/trainyard/internal/testutil/pgtest"
+)
+
+func TestPresenceRegistersBeatsDrainsAndLeaves(t *testing.T) {
+	t.Parallel()
+	db, ctx := pgtest.New(t), context.Background()
+	var inFlight atomic.Int64
+	p := &Presence{Registry: db, Address: "http://10.0.0.9:8080", BaseModels: []string{"m"}, Interval: 50 * time.Millisecond,
+		Load: func() (int, int) { return int(inFlight.Load()), 4 }}
+	if err := p.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	row := func() (live, draining bool, load int) {
+		t.Helper()
+		procs, err := db.ListInference(ctx)
+		if err != nil || len(procs) > 1 {
+			t.Fatalf("registry: %v, %v", procs, err)
+		}
+		if len(procs) == 0 {
+			return false, false, -1
+		}
+		if procs[0].ID != p.ID() || procs[0].Address != p.Address || procs[0].Capacity != 4 {
+			t.Fatalf("row %+v", procs[0])
+		}
+		return procs[0].Live, procs[0].Draining, procs[0].InFlight
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { p.Run(rctx); close(done) }()
+	inFlight.Store(3)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if live, _, load := row(); live && load == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the load never reached the registry")
+		}
+	}
+	if err := p.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(120 * time.Millisecond) // later heartbeats keep it draining
+	if live, draining, _ := row(); !live || !draining {
+		t.Fatalf("after Drain: live %v draining %v", live, draining)
+	}
+	stop()
+	<-done
+	time.Sleep(3 * 50 * time.Millisecond) // LeaseBeats intervals without a heartbeat
+	if live, _, _ := row(); live {
+		t.Fatal("still live three intervals after its last heartbeat")
+	}
+	if err := p.Deregister(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, load := row(); load != -1 {
+		t.Fatal("the row outlived Deregister")
+	}
+}
