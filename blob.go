@@ -26,6 +26,12 @@ type BlobStore interface {
 	DeleteCheckpointFiles(ctx context.Context, modelID string, step int) error
 	// DeleteModelFiles removes every object of a model.
 	DeleteModelFiles(ctx context.Context, modelID string) error
+	// CopyCheckpointFiles copies every file of a checkpoint to another
+	// model's step (a fork's step 0); ENOTFOUND when it has none.
+	CopyCheckpointFiles(ctx context.Context, fromModel string, fromStep int, toModel string, toStep int) error
+	// CheckpointSteps lists the steps of a model that have objects,
+	// ascending, with or without a checkpoint row.
+	CheckpointSteps(ctx context.Context, modelID string) ([]int, error)
 
 	// PutJobInput stores a job's input document (trajectory groups, or SFT
 	// data copied in) under the job.

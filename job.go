@@ -18,11 +18,13 @@ const (
 // JobStatus is the lifecycle state of a job.
 type JobStatus string
 
-// Job statuses. QUEUED until its workflow starts the first step; exactly one
-// of the last three once it ends.
+// Job statuses. QUEUED until its workflow starts the first step; PAUSED
+// while a pause holds it between two steps (trainyard's own); exactly one of
+// the last three once it ends.
 const (
 	JobQueued    JobStatus = "QUEUED"
 	JobRunning   JobStatus = "RUNNING"
+	JobPaused    JobStatus = "PAUSED"
 	JobCompleted JobStatus = "COMPLETED"
 	JobFailed    JobStatus = "FAILED"
 	JobCancelled JobStatus = "CANCELLED"
@@ -54,15 +56,18 @@ type Job struct {
 	// RetryOf is the job this one retries ("" for an original); RetriedBy
 	// the job that retried this one ("" when none did).
 	RetryOf, RetriedBy string
-	CurrentStep        int  // gradient steps done so far; never decreases
-	SavedStep          int  // gradient steps whose training state is stored
-	TotalSteps         int  // 0 until known
-	Checkpoint         *int // the model step this job produced, once recorded
-	LatestMetrics      map[string]float64
-	Error              *string
-	CreatedAt          time.Time
-	StartedAt          *time.Time
-	FinishedAt         *time.Time
+	// PauseRequested is set while a pause waits for the step in progress
+	// to end; the Train activity reads it between steps.
+	PauseRequested bool
+	CurrentStep    int  // gradient steps done so far; never decreases
+	SavedStep      int  // gradient steps whose training state is stored
+	TotalSteps     int  // 0 until known
+	Checkpoint     *int // the model step this job produced, once recorded
+	LatestMetrics  map[string]float64
+	Error          *string
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
 }
 
 // JobUpdate changes some fields of a job; nil fields are left alone.
@@ -80,6 +85,8 @@ type JobUpdate struct {
 	Error         *string
 	StartedAt     *time.Time
 	FinishedAt    *time.Time
+	// PauseRequested sets or clears the job's pause request.
+	PauseRequested *bool
 }
 
 // JobStore persists training jobs.
@@ -105,10 +112,14 @@ type JobStore interface {
 type EventType string
 
 // Event types, in the order a job emits them: one started, N gradient steps,
-// exactly one of ended/failed.
+// exactly one of ended/failed. A pause adds a training_paused and, when the
+// job goes on, a training_resumed between two gradient steps (trainyard's own
+// types, not in the hosted service's document).
 const (
 	EventTrainingStarted EventType = "training_started"
 	EventGradientStep    EventType = "gradient_step"
+	EventTrainingPaused  EventType = "training_paused"
+	EventTrainingResumed EventType = "training_resumed"
 	EventTrainingEnded   EventType = "training_ended"
 	EventTrainingFailed  EventType = "training_failed"
 )
@@ -136,4 +147,6 @@ type EventStore interface {
 	ListEvents(ctx context.Context, jobID string, opts ListOptions) (*Page[*Event], error)
 	// LastEvent returns the job's event with the highest Seq, or ENOTFOUND.
 	LastEvent(ctx context.Context, jobID string) (*Event, error)
+	// CountEvents returns how many events of type typ the job has.
+	CountEvents(ctx context.Context, jobID string, typ EventType) (int, error)
 }

@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +22,7 @@ import (
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/jobspec"
+	"github.com/trainyard/trainyard/retention"
 )
 
 // JobQueue finds the jobs that are not finished yet. It is implemented by
@@ -87,6 +90,9 @@ type Deps struct {
 	Queue     JobQueue
 	Workflows Workflows
 	Bases     BaseModels
+	// Workers is the worker registry Place checks for a live holder of a
+	// job's base model; nil skips the check.
+	Workers WorkerDirectory
 	// Files holds uploaded artifacts; nil disables wandb-artifact URLs.
 	Files Files
 	// HTTP fetches http(s) training data; nil means NewFetchClient with
@@ -115,6 +121,13 @@ type Config struct {
 	// current step and latest metrics (1 s); every step's event is written
 	// at once regardless.
 	ProgressInterval time.Duration
+	// PauseCheckInterval is how often a Train activity reads the job's
+	// pause request between steps (0.1 s): a pause takes effect after the
+	// step in progress plus at most this.
+	PauseCheckInterval time.Duration
+	// ServedWindow: retention keeps a checkpoint a chat completion used
+	// within it (retention.DefaultServedWindow).
+	ServedWindow time.Duration
 	// HeartbeatInterval is how often long activities heartbeat (1 s); it
 	// must be well under the workflow's heartbeat timeout. An activity
 	// learns that its job was cancelled from a heartbeat's answer, so this
@@ -130,10 +143,18 @@ type Config struct {
 	// DownloadTimeout bounds one attempt at copying training data in,
 	// however steadily it trickles (5 min); the attempt is retried.
 	DownloadTimeout time.Duration
+	// TrainingSlots is how many Prepare and Train activities run at once in
+	// this process (1), whichever compute queue they came from; it should
+	// equal the worker's TrainingConcurrency.
+	TrainingSlots int
 	// FetchPerAccount is how many of a worker's downloads one account may
 	// hold at once (2); its other jobs' Fetch attempts wait their turn
 	// without holding a slot.
 	FetchPerAccount int
+	// MemoryLimit is the memory a job's training may use, in bytes (0: no
+	// limit). Prepare fails a job whose steps cannot fit it; Train sizes the
+	// micro-batches to stay within it.
+	MemoryLimit int64
 }
 
 func (c *Config) applyDefaults() {
@@ -147,11 +168,15 @@ func (c *Config) applyDefaults() {
 	def(&c.ChunkDuration, 20*time.Second)
 	def(&c.SaveInterval, 5*time.Second)
 	def(&c.ProgressInterval, time.Second)
+	def(&c.PauseCheckInterval, 100*time.Millisecond)
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.DownloadStallTimeout, time.Minute)
 	def(&c.DownloadTimeout, 5*time.Minute)
 	if c.FetchPerAccount <= 0 {
 		c.FetchPerAccount = 2
+	}
+	if c.TrainingSlots <= 0 {
+		c.TrainingSlots = 1
 	}
 	if c.MaxDataBytes <= 0 {
 		c.MaxDataBytes = 256 << 20
@@ -164,7 +189,19 @@ type Activities struct {
 	d       Deps
 	cfg     Config
 	plans   planCache
+	states  stateCache
+	slots   chan struct{} // one per training slot, taken by Prepare and Train
 	fetches accountSlots
+	prune   *retention.Pruner
+	// loaded counts the bytes of training state this instance read from
+	// the object store, for the log line of each chunk.
+	loaded atomic.Int64
+	// lastBusy is when a task was last handed back for want of a slot;
+	// yieldJob gives its turn away until yieldUntil (placement.go).
+	lastBusy   atomic.Int64
+	yieldMu    sync.Mutex
+	yieldJob   string
+	yieldUntil time.Time
 }
 
 // New checks deps and returns the activities.
@@ -179,5 +216,7 @@ func New(d Deps, cfg Config) (*Activities, error) {
 		d.Logger = zap.NewNop()
 	}
 	cfg.applyDefaults()
-	return &Activities{d: d, cfg: cfg, fetches: accountSlots{max: cfg.FetchPerAccount}}, nil
+	return &Activities{d: d, cfg: cfg, fetches: accountSlots{max: cfg.FetchPerAccount},
+		states: stateCache{max: cfg.TrainingSlots + 1}, slots: make(chan struct{}, cfg.TrainingSlots),
+		prune: &retention.Pruner{Models: d.Models, Blobs: d.Blobs, ServedWindow: cfg.ServedWindow}}, nil
 }

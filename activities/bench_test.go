@@ -29,7 +29,7 @@ func benchmarkRecordStep(b *testing.B, progress bool) {
 	done := 0
 	for b.Loop() {
 		done++
-		if err := f.acts.recordStep(ctx, job.ID, "run", done, metrics, progress); err != nil {
+		if err := f.acts.recordStep(ctx, job.ID, "run", done, 0, metrics, progress); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -40,7 +40,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 	if err != nil {
 		return classify(err, "record training_ended")
 	}
-	if want := in.TotalSteps + 2; seq != want {
+	if want := in.TotalSteps + 2 + in.EventOffset; seq != want {
 		// Only a failed job (closed by someone else) lands here; the
 		// checkpoint stays, as checkpoints of cancelled jobs do.
 		a.d.Logger.Warn("job already had a terminal event", zap.String("job_id", job.ID),

@@ -96,7 +96,7 @@ func trajectoryMessages(items []trainyard.MessageOrChoice, stop map[int]bool) ([
 // stopTokens are the ids that end a sampled turn.
 func stopTokens(base *engine.Base) map[int]bool {
 	stop := map[int]bool{}
-	for _, id := range base.Tokenizer().StopTokens() {
+	for _, id := range base.StopTokens() {
 		stop[id] = true
 	}
 	return stop

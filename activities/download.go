@@ -39,7 +39,7 @@ func (a *Activities) download(ctx context.Context, raw string) (io.ReadCloser, e
 		if errors.Is(context.Cause(ctx), stalled) {
 			err = stalled
 		}
-		return fail(fmt.Errorf("download training data: %w", err)) // retried: the host may come back
+		return fail(&fromDataServer{fmt.Errorf("download training data: %w", err)}) // retried: the host may come back
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
@@ -80,3 +80,12 @@ func (s *stallReader) Close() error {
 	s.cancel(nil)
 	return s.body.Close()
 }
+
+// fromDataServer marks a failure to reach the server a training_data_url
+// names, as opposed to a failure of the platform's own dependencies (the
+// object store holding an upload, the database): only the first can be the
+// user's mistake.
+type fromDataServer struct{ err error }
+
+func (e *fromDataServer) Error() string { return e.err.Error() }
+func (e *fromDataServer) Unwrap() error { return e.err }

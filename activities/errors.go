@@ -53,6 +53,12 @@ func classify(err error, what string) error {
 	switch {
 	case errors.As(err, &appErr):
 		return err
+	case isCode(err, trainyard.EUNAVAILABLE):
+		// Checked before the context errors: a store's own deadline (a
+		// database that stopped answering) wraps DeadlineExceeded while
+		// the activity's context is alive, and must be retried as the
+		// outage it is, under a message without the driver's details.
+		return retried(err, what)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, engine.ErrNonFinite):
@@ -68,10 +74,14 @@ func classify(err error, what string) error {
 	case trainyard.ENOTFOUND:
 		return gone(err, "%s: %s", what, trainyard.ErrorMessage(err))
 	}
-	// Retried. The message is what a job's last_error and, should the
-	// retries run out, its error show the user; the cause, with whatever
-	// hosts or SQL a driver put in it, stays with the failure in Temporal
-	// for operators.
+	return retried(err, what)
+}
+
+// retried is a retryable infrastructure error. Its message is what a job's
+// last_error and, should the retries run out, its error show the user; the
+// cause, with whatever hosts or SQL a driver put in it, stays with the
+// failure in Temporal for operators.
+func retried(err error, what string) error {
 	return temporal.NewApplicationErrorWithCause(what+": "+publicReason(err), ErrInfrastructure, err)
 }
 

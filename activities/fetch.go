@@ -79,7 +79,7 @@ func (a *Activities) Fetch(ctx context.Context, in FetchInput) (*FetchResult, er
 	defer ka.close()
 	n, err := a.copyIn(ctx, job, model, cfg.TrainingDataURL, ka)
 	if err != nil {
-		return nil, a.fetchError(ctx, err)
+		return nil, fetchError(activity.GetInfo(ctx).Attempt, err)
 	}
 	a.d.Logger.Info("training data fetched", zap.String("job_id", job.ID), zap.String("model_id", job.ModelID), zap.Int64("bytes", n))
 	return &FetchResult{Bytes: n}, nil
@@ -109,7 +109,11 @@ func (a *Activities) copyIn(ctx context.Context, job *trainyard.Job, model *trai
 	}
 	defer func() { f.Close(); os.Remove(f.Name()) }()
 	n, err := io.Copy(f, &countingReader{r: io.LimitReader(rc, a.cfg.MaxDataBytes+1), ka: ka})
-	if err != nil {
+	var appErr *temporal.ApplicationError
+	switch {
+	case err != nil && errors.As(err, &appErr) && !errors.Is(context.Cause(dctx), errDownloadDeadline):
+		return 0, err // classified already (storeReader), and to be returned as it is
+	case err != nil:
 		return 0, a.deadlineError(dctx, fmt.Errorf("read training_data_url: %w", err))
 	}
 	if n > a.cfg.MaxDataBytes {
@@ -133,14 +137,18 @@ func (a *Activities) deadlineError(ctx context.Context, err error) error {
 }
 
 // fetchError makes a failure that only the user can fix final after a few
-// attempts: a host that refuses connections or does not resolve is the URL's
-// fault, not an outage of ours, so it should not hold the job for the whole
-// retry window.
-func (a *Activities) fetchError(ctx context.Context, err error) error {
+// attempts: a data server that refuses connections or does not resolve is
+// the URL's fault, not an outage of ours, so it should not hold the job for
+// the whole retry window. The same failures of the platform's own object
+// store (reading an upload, storing the copy) are an outage, retried until
+// the job's deadline.
+func fetchError(attempt int32, err error) error {
 	var dnsErr *net.DNSError
-	refused := errors.Is(err, syscall.ECONNREFUSED)
-	unresolved := errors.As(err, &dnsErr) && dnsErr.IsNotFound
-	if attempt := activity.GetInfo(ctx).Attempt; (refused || unresolved) && attempt >= fetchUserErrorAttempts {
+	var server *fromDataServer
+	user := errors.As(err, &server)
+	refused := user && errors.Is(err, syscall.ECONNREFUSED)
+	unresolved := user && errors.As(err, &dnsErr) && dnsErr.IsNotFound
+	if (refused || unresolved) && attempt >= fetchUserErrorAttempts {
 		reason := "the host refused the connection"
 		if unresolved {
 			reason = "the host name does not resolve"

@@ -3,10 +3,15 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/jobspec"
+	"github.com/trainyard/trainyard/storage/s3"
 )
 
 // dripServer serves /data whole, /big as twice the data and /drip one byte
@@ -48,9 +54,9 @@ func dripServer(t *testing.T, data []byte) *httptest.Server {
 func TestFetchStoresTheDataForPrepare(t *testing.T) {
 	t.Parallel()
 	data := sftData(4)
-	downloads := 0
+	var downloads atomic.Int32 // counted by the server's goroutines
 	mux := http.NewServeMux()
-	mux.HandleFunc("/data", func(w http.ResponseWriter, r *http.Request) { downloads++; w.Write(data) })
+	mux.HandleFunc("/data", func(w http.ResponseWriter, r *http.Request) { downloads.Add(1); w.Write(data) })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f := newFixture(t, Config{}, nil)
@@ -67,8 +73,8 @@ func TestFetchStoresTheDataForPrepare(t *testing.T) {
 	}
 	var prep PrepareResult
 	must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindSFT}, &prep))
-	if downloads != 1 || prep.NumExamples != 4 {
-		t.Fatalf("%d downloads, prepared %+v", downloads, prep)
+	if downloads.Load() != 1 || prep.NumExamples != 4 {
+		t.Fatalf("%d downloads, prepared %+v", downloads.Load(), prep)
 	}
 	// An RL job has nothing to fetch.
 	rl := f.newJob(t, f.model, trainyard.JobKindRL, jobspec.JobConfig{}, []byte(`{}`))
@@ -143,5 +149,47 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 	err = f.run(t, f.acts.Fetch, FetchInput{JobID: big.ID}, nil)
 	if !errorsAs(err, &appErr) || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), "larger than the limit") {
 		t.Fatalf("data past the limit: err = %v", err)
+	}
+}
+
+// TestFetchOutagesAreNotTheUsers: a data server that refuses connections
+// fails the job after a few attempts, but the platform's own object store
+// refusing them (while an upload is read or the copy stored) is an outage,
+// retried however many attempts it takes, under a message without its
+// address.
+func TestFetchOutagesAreNotTheUsers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // nothing listens there now
+	f := newFixture(t, Config{}, nil)
+	_, err := f.acts.download(ctx, closed.URL+"/data.jsonl")
+	var appErr *temporal.ApplicationError
+	if final := fetchError(fetchUserErrorAttempts, err); !errorsAs(final, &appErr) || !appErr.NonRetryable() ||
+		!strings.Contains(appErr.Message(), "refused the connection") {
+		t.Fatalf("a refusing data server after %d attempts: %v", fetchUserErrorAttempts, final)
+	}
+
+	unresolved := &fromDataServer{fmt.Errorf("download training data: %w", &net.DNSError{Err: "no such host", Name: "data.invalid", IsNotFound: true})}
+	if final := fetchError(fetchUserErrorAttempts, unresolved); !errorsAs(final, &appErr) || !appErr.NonRetryable() ||
+		!strings.Contains(appErr.Message(), "does not resolve") {
+		t.Fatalf("a data server name that does not resolve, after %d attempts: %v", fetchUserErrorAttempts, final)
+	}
+	if early := fetchError(fetchUserErrorAttempts-1, unresolved); errorsAs(early, &appErr) && appErr.NonRetryable() {
+		t.Fatalf("a name that does not resolve is final after %d attempts: %v", fetchUserErrorAttempts-1, early)
+	}
+
+	down, err := s3.New(ctx, s3.Config{Endpoint: closed.URL, Bucket: "trainyard", AccessKeyID: "k", SecretAccessKey: "s", UsePathStyle: true})
+	must(t, err)
+	_, err = down.GetFile(ctx, f.acct.ID, "artifacts/p/n/v0/data.jsonl")
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("the stopped object store: %v, want a refused connection", err)
+	}
+	retried := fetchError(100, classify(err, "open artifact"))
+	if !errorsAs(retried, &appErr) || appErr.NonRetryable() || appErr.Type() != ErrInfrastructure {
+		t.Fatalf("the object store refusing after 100 attempts: %v, want a retryable %s error", retried, ErrInfrastructure)
+	}
+	if host := strings.TrimPrefix(closed.URL, "http://"); strings.Contains(appErr.Message(), host) {
+		t.Fatalf("message %q names the object store's address", appErr.Message())
 	}
 }

@@ -102,8 +102,28 @@ func TestFetchRefusedAtDialTime(t *testing.T) {
 			t.Errorf("%s: err = %v, want a final refusal", url, err)
 		}
 	}
+	// A name is checked by the addresses it resolves to: "localhost" is
+	// refused by a shared service's policy at each of its addresses.
+	var named []string
+	f.acts.d.HTTP = NewFetchClient(AddressPolicy{OnRefuse: func(addr string) {
+		mu.Lock()
+		defer mu.Unlock()
+		named = append(named, addr)
+	}})
+	port := outer.URL[strings.LastIndex(outer.URL, ":"):]
+	if err := fetch("http://localhost" + port + "/data"); err == nil || !strings.Contains(err.Error(), "does not fetch from") {
+		t.Errorf("localhost under a shared service's policy: err = %v, want a refusal", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	if len(named) == 0 {
+		t.Error("no resolved address of localhost was refused")
+	}
+	for _, a := range named {
+		if ap, err := netip.ParseAddrPort(a); err != nil || !ap.Addr().IsLoopback() {
+			t.Errorf("refused %q, want a loopback address (what the name resolved to)", a)
+		}
+	}
 	if len(refused) != 3 || !strings.HasPrefix(refused[0], "127.0.0.2:") || !strings.HasPrefix(refused[1], "127.0.0.2:") ||
 		!strings.HasPrefix(refused[2], "[::1]:") {
 		t.Fatalf("refused %v", refused)

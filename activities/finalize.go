@@ -25,7 +25,7 @@ func Finalize(ctx context.Context, jobs trainyard.JobStore, events trainyard.Eve
 	if !status.Terminal() || status == trainyard.JobCompleted {
 		return fmt.Errorf("finalize job %s: status %s is not a failure status", jobID, status)
 	}
-	seq, err := appendTerminal(ctx, events, jobID, trainyard.EventTrainingFailed, map[string]any{"error_message": message})
+	_, err := appendTerminal(ctx, events, jobID, trainyard.EventTrainingFailed, map[string]any{"error_message": message})
 	if isCode(err, trainyard.ENOTFOUND) {
 		return nil
 	}
@@ -33,9 +33,12 @@ func Finalize(ctx context.Context, jobs trainyard.JobStore, events trainyard.Eve
 		return fmt.Errorf("finalize job %s: %w", jobID, err)
 	}
 	// The progress row trails the events by up to a ProgressInterval; the
-	// closed job reports every gradient_step it recorded (training_started
-	// is seq 1, step n's gradient_step seq n+1, then the terminal event).
-	done := max(seq-2, 0)
+	// closed job reports every gradient_step it recorded (pauses add
+	// events of their own, so they are counted, not inferred from seq).
+	done, err := events.CountEvents(ctx, jobID, trainyard.EventGradientStep)
+	if err != nil {
+		return fmt.Errorf("finalize job %s: %w", jobID, err)
+	}
 	now := time.Now().UTC()
 	err = jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{Status: &status, Error: &message, FinishedAt: &now, CurrentStep: &done})
 	if err != nil && !isCode(err, trainyard.ENOTFOUND) {
@@ -95,14 +98,36 @@ func (a *Activities) Fail(ctx context.Context, in FailInput) error {
 	return nil
 }
 
-// dropScratch deletes what a job stored only to get through its steps (its
+// dropScratch deletes the job's scratch objects (DropScratch) as an
+// activity step.
+func (a *Activities) dropScratch(ctx context.Context, jobID string) error {
+	if err := DropScratch(ctx, a.d.Blobs, jobID); err != nil {
+		return classify(err, "delete the job's intermediate state")
+	}
+	return nil
+}
+
+// DropScratch deletes what a job stored only to get through its steps (its
 // plan and intermediate training state) once the job has ended: a finished
 // job keeps its inputs and, if it completed, its checkpoint, nothing else.
-func (a *Activities) dropScratch(ctx context.Context, jobID string) error {
+func DropScratch(ctx context.Context, blobs trainyard.BlobStore, jobID string) error {
 	for _, prefix := range []string{statePrefix, planFile} {
-		if err := a.d.Blobs.DeleteJobFilesWithPrefix(ctx, jobID, prefix); err != nil {
-			return classify(err, "delete the job's intermediate state")
+		if err := blobs.DeleteJobFilesWithPrefix(ctx, jobID, prefix); err != nil {
+			return fmt.Errorf("delete the intermediate state of job %s: %w", jobID, err)
 		}
 	}
 	return nil
+}
+
+// CloseAbandoned closes a job whose workflow ended without closing it (a
+// terminate, a timeout): like the workflow's own cleanup, its scratch
+// objects go first (when blobs is set), then Finalize records the end.
+func CloseAbandoned(ctx context.Context, jobs trainyard.JobStore, events trainyard.EventStore, blobs trainyard.BlobStore,
+	jobID string, status trainyard.JobStatus, message string) error {
+	if blobs != nil {
+		if err := DropScratch(ctx, blobs, jobID); err != nil {
+			return err
+		}
+	}
+	return Finalize(ctx, jobs, events, jobID, status, message)
 }

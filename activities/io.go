@@ -43,6 +43,10 @@ type PrepareResult struct {
 	// NumExamples is the number of training sequences (SFT: conversations
 	// per epoch; RL: trajectories and additional histories).
 	NumExamples int
+	// WorkerQueue is the own compute task queue of the worker that
+	// prepared the job, where its first Train goes (empty from workers
+	// without one).
+	WorkerQueue string `json:",omitempty"`
 }
 
 // TrainInput asks for the next gradient steps of a job.
@@ -51,15 +55,26 @@ type TrainInput struct {
 	BaseStep   int
 	Done       int // gradient steps already completed
 	TotalSteps int
+	// EventOffset is how many events the job's pauses added before this
+	// activity's steps (training_paused and training_resumed): step n's
+	// gradient_step has seq n+1+EventOffset.
+	EventOffset int `json:",omitempty"`
 }
 
 // TrainResult reports the progress of a training activity.
 type TrainResult struct {
 	// Done is the number of gradient steps completed after this activity;
-	// more than the input's Done, and at most TotalSteps.
+	// more than the input's Done (or equal to it when Paused), and at most
+	// TotalSteps.
 	Done int
 	// Metrics are the metrics of the last completed step.
 	Metrics map[string]float64
+	// Paused is set when the activity stopped because the job was asked to
+	// pause; the training state after Done steps is stored.
+	Paused bool `json:",omitempty"`
+	// WorkerQueue is the own compute task queue of the worker that ran the
+	// chunk and keeps the job's state in memory: the next chunk goes there.
+	WorkerQueue string `json:",omitempty"`
 }
 
 // CompleteInput asks to record a job's checkpoint and close it successfully.
@@ -70,6 +85,45 @@ type CompleteInput struct {
 	// Metrics of the final gradient step; the checkpoint stores them under
 	// "train/<name>".
 	Metrics map[string]float64
+	// EventOffset counts the events the job's pauses added (see TrainInput).
+	EventOffset int `json:",omitempty"`
+}
+
+// RequestPauseInput asks the job's Train activity to stop at the next step
+// boundary.
+type RequestPauseInput struct {
+	JobID string
+}
+
+// PauseInput records that a job paused after Step of TotalSteps steps;
+// training_paused gets sequence number Seq.
+type PauseInput struct {
+	JobID      string
+	Step       int
+	TotalSteps int
+	Seq        int
+}
+
+// ResumeInput records that a paused job goes on at Step+1; training_resumed
+// gets sequence number Seq.
+type ResumeInput struct {
+	JobID      string
+	Step       int
+	TotalSteps int
+	Seq        int
+}
+
+// RetentionInput asks to apply the checkpoint policy of the job's model.
+type RetentionInput struct {
+	JobID string
+}
+
+// RetentionResult lists what retention deleted.
+type RetentionResult struct {
+	// Deleted are the checkpoint steps removed by the policy.
+	Deleted []int `json:",omitempty"`
+	// Swept are steps whose orphaned objects were removed.
+	Swept []int `json:",omitempty"`
 }
 
 // FailInput asks to close a job unsuccessfully.

@@ -24,6 +24,11 @@ func (a *Activities) Prepare(ctx context.Context, in PrepareInput) (*PrepareResu
 	if err != nil {
 		return nil, err
 	}
+	release, err := a.computeSlot(ctx, in.JobID, heartbeat{})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	// Downloading and tokenising can outlast the heartbeat timeout; the
 	// heartbeats also deliver a cancellation of the job while it prepares.
 	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, 0)
@@ -59,6 +64,10 @@ func (a *Activities) Prepare(ctx context.Context, in PrepareInput) (*PrepareResu
 		return nil, err
 	}
 	p.Kind, p.LoRA, p.Seed = job.Kind, engine.DefaultLoRAConfig(), seedOf(model.ID)
+	est, err := a.fitMemory(base, p, p.LoRA)
+	if err != nil {
+		return nil, err
+	}
 	if err := a.savePlan(ctx, job.ID, p); err != nil {
 		return nil, classify(err, "store the prepared plan")
 	}
@@ -67,8 +76,9 @@ func (a *Activities) Prepare(ctx context.Context, in PrepareInput) (*PrepareResu
 		return nil, err
 	}
 	a.d.Logger.Info("job prepared", zap.String("job_id", job.ID), zap.String("kind", string(job.Kind)),
-		zap.Int("base_step", in.BaseStep), zap.Int("steps", total), zap.Int("examples", examples))
-	return &PrepareResult{TotalSteps: total, NumExamples: examples}, nil
+		zap.Int("base_step", in.BaseStep), zap.Int("steps", total), zap.Int("examples", examples),
+		zap.Int64("step_memory_bytes", est.Total()), zap.Int("micro_batch", est.MicroBatch))
+	return &PrepareResult{TotalSteps: total, NumExamples: examples, WorkerQueue: workerQueue(ctx)}, nil
 }
 
 // markStarted records training_started (seq 1) and the RUNNING status.

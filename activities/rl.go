@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
@@ -30,8 +29,12 @@ func (a *Activities) prepareRL(ctx context.Context, job *trainyard.Job, cfg jobs
 		return nil, 0, classify(err, "open the job's trajectory groups")
 	}
 	defer rc.Close()
+	raw, err := a.readLimited(rc, "the job's trajectory groups")
+	if err != nil {
+		return nil, 0, err
+	}
 	var in rlInput
-	if err := json.NewDecoder(io.Reader(rc)).Decode(&in); err != nil {
+	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, 0, invalidf("the job's trajectory groups cannot be decoded: %v", err)
 	}
 	p, n, err := buildRLPlan(base, in.TrajectoryGroups, settings)

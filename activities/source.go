@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -42,9 +41,13 @@ func (a *Activities) openURL(ctx context.Context, model *trainyard.Model, raw st
 		if err != nil {
 			return nil, classify(err, "read training_data_url")
 		}
-		return rc, nil
+		return storeReader{rc}, nil
 	case jobspec.SchemeArtifact:
-		return a.openArtifact(ctx, model, raw)
+		rc, err := a.openArtifact(ctx, model, raw)
+		if err != nil {
+			return nil, err
+		}
+		return storeReader{rc}, nil
 	case jobspec.SchemeFile:
 		f, err := os.Open(u.Path)
 		if err != nil {
@@ -55,14 +58,29 @@ func (a *Activities) openURL(ctx context.Context, model *trainyard.Model, raw st
 	return a.download(ctx, raw)
 }
 
-// readLimited reads r up to the configured data limit.
+// readLimited reads an object of the store up to the configured data limit.
+// A read that breaks off is the store's outage, not bad data: retried, under
+// a message without the store's address.
 func (a *Activities) readLimited(r io.Reader, what string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, a.cfg.MaxDataBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
+		return nil, classify(err, "read "+what)
 	}
 	if int64(len(data)) > a.cfg.MaxDataBytes {
 		return nil, invalidf("%s is larger than the limit of %d bytes", what, a.cfg.MaxDataBytes)
 	}
 	return data, nil
+}
+
+// storeReader reads an object of a store the platform reads for the user
+// (its own, for uploads; an operator's allowed bucket): a read that breaks
+// off is that store's outage, retried under a message without its address.
+type storeReader struct{ io.ReadCloser }
+
+func (r storeReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = classify(err, "read the training data")
+	}
+	return n, err
 }

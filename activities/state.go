@@ -35,26 +35,44 @@ type trainState struct {
 }
 
 // loadState opens the state after done steps of a job that started from
-// checkpoint baseStep.
+// checkpoint baseStep. Step 0 is a fresh adapter, unless the model is a fork,
+// whose step 0 checkpoint (a copy of its source's adapter and optimizer
+// state) it starts from.
+//
+// The bytes read are counted by source (checkpoint or job_state): job_state
+// bytes are the cost of a chunk that did not find the job's state in its
+// worker's memory.
 func (a *Activities) loadState(ctx context.Context, job *trainyard.Job, base *engine.Base, p *plan, baseStep, done int) (*trainState, error) {
-	if done == 0 && baseStep == 0 {
-		ad, err := base.NewAdapter(p.LoRA, p.Seed)
-		if err != nil {
-			return nil, classify(err, "create a fresh adapter")
-		}
-		return &trainState{adapter: ad, opt: engine.NewOptimizerState(ad)}, nil
+	source := "checkpoint"
+	if done > 0 {
+		source = "job_state"
 	}
+	loaded := telemetry.StateBytesLoaded.WithLabelValues(source)
 	open := func(name string) (io.ReadCloser, error) {
+		var rc io.ReadCloser
+		var err error
 		if done == 0 {
-			return a.d.Blobs.GetCheckpointFile(ctx, job.ModelID, baseStep, name)
+			rc, err = a.d.Blobs.GetCheckpointFile(ctx, job.ModelID, baseStep, name)
+		} else {
+			rc, err = a.d.Blobs.GetJobInput(ctx, job.ID, stateFile(done, name))
 		}
-		return a.d.Blobs.GetJobInput(ctx, job.ID, stateFile(done, name))
+		if err != nil {
+			return nil, err
+		}
+		return &stateReader{ReadCloser: rc, add: func(n int) { loaded.Add(float64(n)); a.loaded.Add(int64(n)) }}, nil
 	}
 	where := fmt.Sprintf("checkpoint %d", baseStep)
 	if done > 0 {
 		where = fmt.Sprintf("the job's state after step %d", done)
 	}
 	cfg, err := readAll(open(trainyard.AdapterConfigFile))
+	if done == 0 && baseStep == 0 && isCode(err, trainyard.ENOTFOUND) {
+		ad, err := base.NewAdapter(p.LoRA, p.Seed)
+		if err != nil {
+			return nil, classify(err, "create a fresh adapter")
+		}
+		return &trainState{adapter: ad, opt: engine.NewOptimizerState(ad)}, nil
+	}
 	if err != nil {
 		return nil, classify(err, "read the adapter config of "+where)
 	}
@@ -138,6 +156,20 @@ func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, st *trai
 		}
 	}
 	return nil
+}
+
+// stateReader reports the bytes of state read through it.
+type stateReader struct {
+	io.ReadCloser
+	add func(int)
+}
+
+func (r *stateReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.add(n)
+	}
+	return n, err
 }
 
 func readAll(rc io.ReadCloser, err error) ([]byte, error) {

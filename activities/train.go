@@ -16,16 +16,20 @@ import (
 	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
-// Train runs the job's next gradient steps, for about Config.ChunkDuration,
-// and returns how many steps are done. After every step it records the
-// gradient_step event (seq = step + 1), and the job's progress at least
-// every Config.ProgressInterval and at the end; it stores the
+// Train runs the job's next gradient steps, for about Config.ChunkDuration
+// or until the job is asked to pause, and returns how many steps are done.
+// After every step it records the gradient_step event (seq = step + 1 +
+// in.EventOffset), and the job's progress at least every
+// Config.ProgressInterval and at the end; it stores the
 // training state at least every Config.SaveInterval and always before it
 // returns, heartbeating how far the stored state reaches, so a retry (on
 // this worker or another) resumes from there and recomputes only the steps
 // after it. After the last step the state is stored as the new checkpoint's
 // objects; the Complete activity then records the checkpoint row.
 func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, error) {
+	// Whether it fails or ends its chunk normally, an activity that
+	// outlived its job (terminated under it) may just have stored state.
+	defer a.dropScratchOfClosed(ctx, in.JobID)
 	job, err := a.activeJob(ctx, in.JobID)
 	if err != nil {
 		return nil, err
@@ -60,8 +64,13 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		}
 	}
 	if from == total {
-		return &TrainResult{Done: total, Metrics: job.LatestMetrics}, nil
+		return &TrainResult{Done: total, Metrics: job.LatestMetrics, WorkerQueue: workerQueue(ctx)}, nil
 	}
+	release, err := a.computeSlot(ctx, job.ID, heartbeat{Saved: from})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
 	if err != nil {
 		return nil, classify(err, "load the job's model")
@@ -70,11 +79,21 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	if err != nil {
 		return nil, err
 	}
-	st, err := a.loadState(ctx, job, base, p, in.BaseStep, from)
+	// The state the job's previous chunk left in this worker's memory, or
+	// else the stored one (the first chunk, or the job moved here).
+	loadedBefore := a.loaded.Load()
+	st := a.states.take(job.ID, in.BaseStep, from)
+	if st != nil {
+		telemetry.StateCacheHits.Inc()
+	} else if st, err = a.loadState(ctx, job, base, p, in.BaseStep, from); err != nil {
+		return nil, err
+	}
+	est, err := a.fitMemory(base, p, st.adapter.Config())
 	if err != nil {
 		return nil, err
 	}
 	trainer := engine.NewTrainer(base, st.adapter, st.opt)
+	trainer.SetActivationBudget(est.ActivationBudget)
 	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, from)
 	defer ka.close()
 	log := a.d.Logger.With(zap.String("job_id", job.ID))
@@ -83,10 +102,20 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	}
 
 	stopping := activity.GetWorkerStopChannel(ctx)
-	started, lastSave, lastProgress := time.Now(), time.Now(), time.Time{}
+	started, lastSave, lastProgress, lastPauseCheck := time.Now(), time.Now(), time.Time{}, time.Time{}
 	var metrics map[string]float64
-	done := from
+	done, savedAt, paused := from, from, false
 	for done < total {
+		// A pause takes effect here, between two steps (and before the
+		// first); the request is read from the job row now and then.
+		if time.Since(lastPauseCheck) >= a.cfg.PauseCheckInterval {
+			if paused, err = a.pauseRequested(ctx, job.ID); err != nil {
+				return nil, err
+			}
+			if lastPauseCheck = time.Now(); paused {
+				break
+			}
+		}
 		stepStart := time.Now()
 		stats, err := a.step(ctx, trainer, p, done)
 		if err != nil {
@@ -103,29 +132,81 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		// state is stored below and the next activity runs elsewhere.
 		chunkOver := time.Since(started) >= a.cfg.ChunkDuration || closed(stopping)
 		progress := done == total || chunkOver || time.Since(lastProgress) >= a.cfg.ProgressInterval
-		if err := a.recordStep(ctx, job.ID, runID, done, metrics, progress); err != nil {
+		if err := a.recordStep(ctx, job.ID, runID, done, in.EventOffset, metrics, progress); err != nil {
 			return nil, err
 		}
 		if progress {
 			lastProgress = time.Now()
 		}
 		if done == total || chunkOver || time.Since(lastSave) >= a.cfg.SaveInterval {
-			if err := a.saveState(ctx, job, st, in.BaseStep, done, total); err != nil {
+			if err := a.persist(ctx, job, st, ka, in.BaseStep, done, total); err != nil {
 				return nil, err
 			}
-			if err := a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{SavedStep: &done}); err != nil {
-				return nil, classify(err, "record the job's stored state")
-			}
-			ka.progress(ctx, done)
-			lastSave = time.Now()
+			savedAt, lastSave = done, time.Now()
 		}
 		if chunkOver {
 			break
 		}
 	}
-	log.Debug("train activity done", zap.Int("from", from), zap.Int("done", done), zap.Int("total", total),
-		zap.Duration("elapsed", time.Since(started)))
-	return &TrainResult{Done: done, Metrics: metrics}, nil
+	if paused && savedAt != done {
+		// The pause holds the job at this step: its state must be stored.
+		if err := a.persist(ctx, job, st, ka, in.BaseStep, done, total); err != nil {
+			return nil, err
+		}
+	}
+	if metrics == nil {
+		metrics = job.LatestMetrics // paused before a step of its own
+	}
+	// The next chunk comes back to this worker, which keeps the state
+	// (stored above too: the copy only saves reading it back), unless the
+	// worker is stopping, or another job waits for its slot (the jobs take
+	// turns): then it goes to any holder of the base model.
+	own := workerQueue(ctx)
+	if done < total && !closed(stopping) {
+		a.states.put(job.ID, in.BaseStep, done, st)
+		if a.othersWaiting() {
+			own = ""
+			a.yieldTurn(job.ID)
+		}
+	}
+	if closed(stopping) {
+		own = ""
+	}
+	log.Info("train chunk done", zap.Int("from", from), zap.Int("done", done), zap.Int("total", total),
+		zap.Bool("paused", paused), zap.Duration("elapsed", time.Since(started)),
+		zap.String("task_queue", activity.GetInfo(ctx).TaskQueue), zap.Int64("state_bytes_loaded", a.loaded.Load()-loadedBefore))
+	return &TrainResult{Done: done, Metrics: metrics, Paused: paused, WorkerQueue: own}, nil
+}
+
+// persist stores the training state after done steps (with the job, or as
+// the new checkpoint after the last step), records how far it reaches in
+// the job row and heartbeats it, so any retry resumes from there.
+func (a *Activities) persist(ctx context.Context, job *trainyard.Job, st *trainState, ka *keepAlive, baseStep, done, total int) error {
+	if err := a.saveState(ctx, job, st, baseStep, done, total); err != nil {
+		return err
+	}
+	if err := a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{SavedStep: &done}); err != nil {
+		return classify(err, "record the job's stored state")
+	}
+	ka.progress(ctx, done)
+	return nil
+}
+
+// dropScratchOfClosed deletes the scratch objects of a job that was closed
+// under a Train activity without its workflow's cleanup (a terminate from
+// the Temporal UI, closed by whoever looked at it next): the state this
+// activity stored before it learnt of that would otherwise stay. Best
+// effort, after the activity's own context may have been cancelled.
+func (a *Activities) dropScratchOfClosed(ctx context.Context, jobID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	job, err := a.d.Jobs.GetJob(ctx, jobID)
+	if err != nil || !job.Status.Terminal() {
+		return
+	}
+	if err := DropScratch(ctx, a.d.Blobs, jobID); err != nil {
+		a.d.Logger.Warn("could not delete a closed job's intermediate state", zap.String("job_id", jobID), zap.Error(err))
+	}
 }
 
 // step runs gradient step i of the plan.
@@ -199,14 +280,15 @@ func stepMetrics(s planStep, stats engine.StepStats, step int) (map[string]float
 	return m, nil
 }
 
-// recordStep appends the step's gradient_step event and, when progress is
-// set, updates the job's progress (current step, latest metrics, run id).
-func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done int, metrics map[string]float64, progress bool) error {
+// recordStep appends the step's gradient_step event (seq done+1 after the
+// events pauses added) and, when progress is set, updates the job's progress
+// (current step, latest metrics, run id).
+func (a *Activities) recordStep(ctx context.Context, jobID, runID string, done, eventOffset int, metrics map[string]float64, progress bool) error {
 	data := make(map[string]any, len(metrics))
 	for k, v := range metrics {
 		data[k] = v
 	}
-	_, err := a.d.Events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: done + 1, Type: trainyard.EventGradientStep, Data: data})
+	_, err := a.d.Events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: done + 1 + eventOffset, Type: trainyard.EventGradientStep, Data: data})
 	if isCode(err, trainyard.ECONFLICT) {
 		// The job was closed under this activity: its workflow was
 		// cancelled or terminated and the heartbeat has not told us yet.

@@ -30,14 +30,18 @@ func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 		return nil, tooLarge
 	}
 	rc := http.NewResponseController(c.Writer)
-	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
-		// Once the body is in, the server watches the connection for a
-		// hang-up; a deadline left in place would end that watch and
-		// cancel the request while its handler still works.
-		defer rc.SetReadDeadline(time.Time{})
-	}
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err == nil {
+		// Once the body is in, the server watches the connection for a
+		// hang-up; a deadline left in place would end that watch and
+		// cancel the request while its handler still works. A body that
+		// did not arrive keeps its deadline, so the server, which would
+		// otherwise read the rest before answering, gives up at once and
+		// closes the connection after the answer.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
@@ -61,10 +65,21 @@ func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 // ["body", position], and a body that is not UTF-8 text is a 400. The
 // returned bytes back the raw spans of decoded objects.
 func (s *Server) decodeBody(c *gin.Context, errs *validate.Errors) (validate.Node, error) {
+	n, _, err := s.decodeBodyRaw(c, errs)
+	return n, err
+}
+
+// decodeBodyRaw is decodeBody that also returns the body's bytes.
+func (s *Server) decodeBodyRaw(c *gin.Context, errs *validate.Errors) (validate.Node, []byte, error) {
 	raw, err := s.readBody(c)
 	if err != nil {
-		return validate.Node{}, err
+		return validate.Node{}, nil, err
 	}
+	n, err := decodeRaw(raw, errs)
+	return n, raw, err
+}
+
+func decodeRaw(raw []byte, errs *validate.Errors) (validate.Node, error) {
 	if len(raw) == 0 {
 		return errs.Absent(nil, "body"), nil
 	}

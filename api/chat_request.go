@@ -14,6 +14,9 @@ import (
 type chatOptions struct {
 	stream       bool
 	includeUsage bool
+	// defaultModel is set when the request named no model and got the
+	// default one.
+	defaultModel bool
 }
 
 // Chat request limits (OpenAI's).
@@ -38,8 +41,8 @@ func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOpti
 		return req, opt
 	}
 	req.Model, _ = body.Field("model").Optional().Nullable().String()
-	if bases := s.deps.Chat.BaseModels(); req.Model == "" && len(bases) > 0 {
-		req.Model = bases[0] // the document makes model optional; vLLM then serves its default model
+	if def := s.defaultChatModel(); req.Model == "" && def != "" {
+		req.Model, opt.defaultModel = def, true // the document makes model optional; vLLM then serves its default model
 	}
 	if items, ok := body.Field("messages").List(validate.MinItems(1)); ok {
 		req.Messages = make([]trainyard.Message, 0, len(items))
@@ -58,7 +61,7 @@ func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOpti
 	if k := optInt(body.Field("top_k"), 0, validate.Ge(-1)); k > 0 {
 		req.TopK = k // -1 and 0 both mean off, as in vLLM
 	}
-	req.N = optInt(body.Field("n"), 1, validate.Ge(1), validate.Le(s.deps.Chat.MaxChoices()))
+	req.N = optInt(body.Field("n"), 1, validate.Ge(1), validate.Le(s.maxChoices()))
 	if seed, ok := body.Field("seed").Optional().Nullable().Int(); ok {
 		s64 := int64(seed)
 		req.Seed = &s64
@@ -95,6 +98,27 @@ func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOpti
 	}
 	_, _ = body.Field("user").Optional().Nullable().String()
 	return req, opt
+}
+
+// defaultChatModel is the model of a request that names none: the first
+// base model served here, or with chat forwarded the first one configured.
+func (s *Server) defaultChatModel() string {
+	bases := s.cfg.BaseModels
+	if s.deps.Chat != nil {
+		bases = s.deps.Chat.BaseModels()
+	}
+	if len(bases) == 0 {
+		return ""
+	}
+	return bases[0]
+}
+
+// maxChoices is the largest n; inference processes have serving's default.
+func (s *Server) maxChoices() int {
+	if s.deps.Chat != nil {
+		return s.deps.Chat.MaxChoices()
+	}
+	return serving.DefaultMaxChoices
 }
 
 func optFloat(n validate.Node, def float64, rules ...validate.Rule[float64]) float64 {

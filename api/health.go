@@ -32,6 +32,8 @@ const maxCheckError = 300
 // systemCheck probes every configured component concurrently, each within
 // Config.SystemCheckTimeout: GET /v1/system-check. The body has "api": true
 // and one {success, duration, error} per probe; any failure makes it a 503.
+// "base_models" lists what models may be created on (built-in models and the
+// snapshots of the models directory) when the configuration names them.
 func (s *Server) systemCheck(c *gin.Context) {
 	results := make([]checkResult, len(s.deps.Checks))
 	var wg sync.WaitGroup
@@ -44,6 +46,9 @@ func (s *Server) systemCheck(c *gin.Context) {
 	}
 	wg.Wait()
 	body := gin.H{"api": true}
+	if len(s.cfg.BaseModels) > 0 {
+		body["base_models"] = s.cfg.BaseModels
+	}
 	status := http.StatusOK
 	for i, hc := range s.deps.Checks {
 		body[hc.Name] = results[i]

@@ -96,3 +96,18 @@ func TestSystemCheckFailureIs503(t *testing.T) {
 		t.Errorf("database = %v, want success", db)
 	}
 }
+
+// TestSystemCheckListsBaseModels: the base models a model may be created on (snapshots of the models
+// directory included) are listed in the system check.
+func TestSystemCheckListsBaseModels(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(cfg *api.Config, _ *api.Deps) {
+		cfg.BaseModels = []string{"Qwen/Qwen3-0.6B", "trainyard/tiny-chat"}
+	})
+	res := e.call("GET", "/v1/system-check", nil, as(""))
+	mustStatus(t, res, http.StatusOK)
+	got, _ := res.JSON(t)["base_models"].([]any)
+	if len(got) != 2 || got[0] != "Qwen/Qwen3-0.6B" || got[1] != "trainyard/tiny-chat" {
+		t.Fatalf("base_models = %v", res.JSON(t)["base_models"])
+	}
+}

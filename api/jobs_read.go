@@ -92,6 +92,8 @@ func newJobResponse(j *trainyard.Job, l live) jobResponse {
 	case r.Phase != "":
 	case j.Status.Terminal():
 		r.Phase = phaseDone
+	case j.Status == trainyard.JobPaused:
+		r.Phase = workflows.PhasePaused
 	case j.Status == trainyard.JobRunning:
 		r.Phase = phaseTraining
 	default:

@@ -67,7 +67,11 @@ func TestListTrainingJobEvents(t *testing.T) {
 	e, _ := newJobsEnv(t)
 	id := e.submit(e.createModel("events"))
 	ctx := context.Background()
-	types := []trainyard.EventType{trainyard.EventTrainingStarted, trainyard.EventGradientStep, trainyard.EventGradientStep, trainyard.EventTrainingEnded}
+	// A paused and resumed job: trainyard's own event types are listed
+	// like the document's (and checked against the document as extended
+	// by testdata/trainyard-additions.json).
+	types := []trainyard.EventType{trainyard.EventTrainingStarted, trainyard.EventGradientStep, trainyard.EventTrainingPaused,
+		trainyard.EventTrainingResumed, trainyard.EventGradientStep, trainyard.EventTrainingEnded}
 	for i, typ := range types {
 		if _, err := e.db.AppendEvent(ctx, &trainyard.Event{JobID: id, Seq: i + 1, Type: typ, Data: map[string]any{"n": i}}); err != nil {
 			t.Fatal(err)
@@ -79,7 +83,7 @@ func TestListTrainingJobEvents(t *testing.T) {
 		t.Fatalf("first page = %v", page)
 	}
 	rest := e.call("GET", fmt.Sprintf("/v1/preview/training-jobs/%s/events?after=%s", id, page["last_id"]), nil).JSON(t)
-	if d := rest["data"].([]any); len(d) != 1 || d[0].(map[string]any)["type"] != "training_ended" || rest["has_more"] != false {
+	if d := rest["data"].([]any); len(d) != 3 || d[0].(map[string]any)["type"] != "training_resumed" || d[2].(map[string]any)["type"] != "training_ended" || rest["has_more"] != false {
 		t.Fatalf("second page = %v", rest)
 	}
 	mustStatus(t, e.call("GET", "/v1/preview/training-jobs/"+id+"/events", nil, as(e.otherKey)), http.StatusNotFound)

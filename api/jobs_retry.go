@@ -58,6 +58,9 @@ func (s *Server) retryTrainingJob(c *gin.Context) {
 		ID: id.String(), AccountID: old.AccountID, ModelID: old.ModelID, Kind: old.Kind, IdempotencyKey: key,
 		Config: old.Config, WorkflowID: workflows.WorkflowID(id.String()), RequestHash: "retry:" + old.ID, RetryOf: old.ID,
 	})
+	if err != nil || !created {
+		s.dropUnusedInput(c, id.String())
+	}
 	switch {
 	case trainyard.ErrorCode(err) == trainyard.ECONFLICT:
 		// Another retry of the same job won the race.

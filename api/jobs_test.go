@@ -27,9 +27,13 @@ type fakeWorkflows struct {
 	started   []string
 	cancelled []string
 	startErr  error
-	states    map[string]workflows.WorkflowState
-	progress  map[string]*workflows.Progress
-	db        interface {
+	// controls records pause and resume requests ("pause:<id>"), which
+	// fail with controlErr.
+	controls   []string
+	controlErr error
+	states     map[string]workflows.WorkflowState
+	progress   map[string]*workflows.Progress
+	db         interface {
 		trainyard.JobStore
 		trainyard.EventStore
 	}
@@ -52,6 +56,23 @@ func (f *fakeWorkflows) CancelJob(_ context.Context, jobID string) error {
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, jobID)
 	return nil
+}
+
+// PauseJob records the request and answers controlErr.
+func (f *fakeWorkflows) PauseJob(_ context.Context, jobID string) error {
+	return f.control("pause", jobID)
+}
+
+// ResumeJob records the request and answers controlErr.
+func (f *fakeWorkflows) ResumeJob(_ context.Context, jobID string) error {
+	return f.control("resume", jobID)
+}
+
+func (f *fakeWorkflows) control(verb, jobID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.controls = append(f.controls, verb+":"+jobID)
+	return f.controlErr
 }
 
 // JobProgress answers from progress; a job without an entry has no worker.

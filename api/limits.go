@@ -123,6 +123,24 @@ func (s *Server) limitInflight(c *gin.Context) {
 	c.Next()
 }
 
+// bodyDeadline gives a request's body Config.BodyTimeout to arrive even
+// when no handler reads it (a request refused before its body, a route that
+// takes none, an unknown path): Go's server reads an unread body of up to
+// 256 KiB before it answers, and again before it reuses the connection,
+// with no deadline of its own, so without this a client that declares a
+// small body and sends part of it holds its connection, unanswered, for as
+// long as it likes. When the deadline passes, the server answers and closes
+// the connection. readBody replaces the deadline with its own, and lifts it
+// once the body is in. Requests without a body get none: their connection
+// is watched for a hang-up while the handler runs, and a deadline would end
+// that watch by cancelling the request.
+func (s *Server) bodyDeadline(c *gin.Context) {
+	if c.Request.ContentLength != 0 {
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
+	c.Next()
+}
+
 // extendWrite gives the next write of the response Config.WriteTimeout to
 // complete, so a client that stops reading cannot hold a handler forever.
 // It is set just before writing, not when the request arrives, because

@@ -52,7 +52,7 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 		{"GET", "/v1/nope", 404, "Not Found"},
 		{"GET", "/", 404, "Not Found"},
 		{"POST", "/v1/preview/models/", 404, "Not Found"}, // no trailing-slash redirect
-		{"GET", "/v1/preview/models", 405, "Method Not Allowed"},
+		{"PUT", "/v1/preview/models", 405, "Method Not Allowed"},
 		{"PUT", "/v1/health", 405, "Method Not Allowed"},
 	} {
 		res := e.call(c.method, c.path, nil, as(""))

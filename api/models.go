@@ -13,18 +13,22 @@ import (
 	"github.com/trainyard/trainyard/api/validate"
 )
 
-// modelResponse is the document's ModelResponse.
+// modelResponse is the document's ModelResponse, plus the model's
+// checkpoint policy (trainyard's own; left out when it keeps every
+// checkpoint, so such a model answers exactly as the document shows).
 type modelResponse struct {
-	ID        string  `json:"id"`
-	Entity    string  `json:"entity"`
-	Project   string  `json:"project"`
-	Name      string  `json:"name"`
-	BaseModel string  `json:"base_model"`
-	RunID     *string `json:"run_id"`
+	ID               string                      `json:"id"`
+	Entity           string                      `json:"entity"`
+	Project          string                      `json:"project"`
+	Name             string                      `json:"name"`
+	BaseModel        string                      `json:"base_model"`
+	RunID            *string                     `json:"run_id"`
+	CheckpointPolicy *trainyard.CheckpointPolicy `json:"checkpoint_policy,omitempty"`
 }
 
 func newModelResponse(m *trainyard.Model) modelResponse {
-	return modelResponse{ID: m.ID, Entity: m.Entity, Project: m.Project, Name: m.Name, BaseModel: m.BaseModel, RunID: m.RunID}
+	return modelResponse{ID: m.ID, Entity: m.Entity, Project: m.Project, Name: m.Name, BaseModel: m.BaseModel, RunID: m.RunID,
+		CheckpointPolicy: m.CheckpointPolicy}
 }
 
 // deleteModelResponse is the document's DeleteModelResponse.
@@ -63,6 +67,9 @@ func notDotSegment(n validate.Node, s string) bool {
 const cleanupTimeout = time.Minute
 
 // createModel is POST /v1/preview/models (ModelCreate -> ModelResponse).
+// Besides the document's fields it takes from_checkpoint (fork a checkpoint
+// of one of the account's models, models_fork.go) and checkpoint_policy
+// (retention, models_policy.go), both trainyard's own and optional.
 func (s *Server) createModel(c *gin.Context) {
 	acct := accountOf(c)
 	var errs validate.Errors
@@ -82,6 +89,8 @@ func (s *Server) createModel(c *gin.Context) {
 		baseNode.Fail("literal_error", "Input should be "+exp, map[string]any{"expected": exp})
 	}
 	returnExisting, _ := body.Field("return_existing").Optional().Bool()
+	from, fromRef, fork := parseFork(body.Field("from_checkpoint").Optional().Nullable())
+	policy := parsePolicy(body.Field("checkpoint_policy").Optional().Nullable())
 	if err := errs.Err(); err != nil {
 		s.writeError(c, err)
 		return
@@ -107,8 +116,13 @@ func (s *Server) createModel(c *gin.Context) {
 			return
 		}
 	}
-	m := &trainyard.Model{AccountID: acct.ID, Entity: entity, Project: project, Name: name, BaseModel: baseModel}
-	err = s.deps.Models.CreateModel(ctx, m)
+	m := &trainyard.Model{AccountID: acct.ID, Entity: entity, Project: project, Name: name, BaseModel: baseModel,
+		CheckpointPolicy: policy}
+	if fork {
+		err = s.forkModel(ctx, m, from, fromRef, baseNode)
+	} else {
+		err = s.deps.Models.CreateModel(ctx, m)
+	}
 	if trainyard.ErrorCode(err) == trainyard.ECONFLICT {
 		if !returnExisting {
 			s.writeDetail(c, http.StatusConflict, "Model '"+entity+"/"+project+"/"+name+"' already exists.")
@@ -121,7 +135,8 @@ func (s *Server) createModel(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	s.requestLog(c).Info("model created", zap.String("model_id", m.ID), zap.String("base_model", m.BaseModel))
+	s.requestLog(c).Info("model created", zap.String("model_id", m.ID), zap.String("base_model", m.BaseModel),
+		zap.String("forked_from", m.ForkedFrom))
 	s.writeJSON(c, http.StatusOK, newModelResponse(m))
 }
 

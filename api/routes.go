@@ -20,20 +20,36 @@ func (s *Server) routes() {
 	v1.HEAD("/health", s.health) // for load balancers that probe with HEAD
 	v1.GET("/system-check", s.systemCheck)
 
+	// The web dashboard (dashboard.go) is a client of the routes below.
+	s.dashboardRoutes()
+
 	authed := v1.Group("", s.authenticate, s.limitInflight)
+
+	// Chat completions (chat*.go): sampled through serving here, or
+	// forwarded to an inference process; no workflow either way.
+	switch {
+	case s.deps.Chat != nil:
+		authed.POST("/chat/completions", s.chatCompletions)
+		authed.POST("/chat/completions/", s.chatCompletions)
+	case s.deps.ChatRouter != nil:
+		authed.POST("/chat/completions", s.chatCompletionsRemote)
+		authed.POST("/chat/completions/", s.chatCompletionsRemote)
+	}
+	if s.cfg.InferenceOnly {
+		return
+	}
 
 	// Models and their checkpoints.
 	authed.POST("/preview/models", s.createModel)
+	authed.GET("/preview/models", s.listModels)
+	authed.GET("/preview/models/:model_id", s.getModel)
 	authed.DELETE("/preview/models/:model_id", s.deleteModel)
 	authed.GET("/preview/models/:model_id/checkpoints", s.listCheckpoints)
 	authed.DELETE("/preview/models/:model_id/checkpoints", s.deleteCheckpoints)
 	authed.POST("/preview/models/:model_id/log", s.logTrajectories)
-
-	// Chat completions (chat*.go): sampled through serving, no workflow.
-	if s.deps.Chat != nil {
-		authed.POST("/chat/completions", s.chatCompletions)
-		authed.POST("/chat/completions/", s.chatCompletions)
-	}
+	authed.GET("/preview/models/:model_id/checkpoint-policy", s.getCheckpointPolicy)
+	authed.PUT("/preview/models/:model_id/checkpoint-policy", s.putCheckpointPolicy)
+	authed.DELETE("/preview/models/:model_id/checkpoint-policy", s.deleteCheckpointPolicy)
 
 	// Training jobs (jobs*.go) run on Temporal.
 	if s.deps.Workflows != nil {
@@ -44,6 +60,8 @@ func (s *Server) routes() {
 		authed.GET("/preview/training-jobs/:training_job_id/events", s.listTrainingJobEvents)
 		authed.POST("/preview/training-jobs/:training_job_id/cancel", s.cancelTrainingJob)
 		authed.POST("/preview/training-jobs/:training_job_id/retry", s.retryTrainingJob)
+		authed.POST("/preview/training-jobs/:training_job_id/pause", s.pauseTrainingJob)
+		authed.POST("/preview/training-jobs/:training_job_id/resume", s.resumeTrainingJob)
 	}
 	if s.deps.Files != nil {
 		authed.POST("/preview/files", s.uploadFile)

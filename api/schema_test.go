@@ -62,12 +62,48 @@ func loadDoc(t testing.TB) *openAPI {
 			return
 		}
 		doc = &openAPI{}
-		docErr = json.Unmarshal(b, doc)
+		if docErr = json.Unmarshal(b, doc); docErr == nil {
+			docErr = doc.extend("testdata/trainyard-additions.json")
+		}
 	})
 	if docErr != nil {
 		t.Fatalf("load OpenAPI document: %v", docErr)
 	}
 	return doc
+}
+
+// additions are trainyard's own extensions of the hosted service's
+// document, kept apart so the copy of the document stays as published:
+// values an enum gains (event types a pause adds), by schema name.
+type additions struct {
+	Enums map[string][]any `json:"enums"`
+}
+
+// extend applies the additions in file to d.
+func (d *openAPI) extend(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var add additions
+	if err := json.Unmarshal(b, &add); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	for name, values := range add.Enums {
+		var s map[string]any
+		if err := json.Unmarshal(d.Components.Schemas[name], &s); err != nil {
+			return fmt.Errorf("%s: schema %s: %w", file, name, err)
+		}
+		enum, ok := s["enum"].([]any)
+		if !ok {
+			return fmt.Errorf("%s: schema %s has no enum", file, name)
+		}
+		s["enum"] = append(enum, values...)
+		if d.Components.Schemas[name], err = json.Marshal(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // templateFor finds the document path template matching a request path.

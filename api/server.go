@@ -20,6 +20,8 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/inference"
+	"github.com/trainyard/trainyard/retention"
 	"github.com/trainyard/trainyard/serving"
 )
 
@@ -58,6 +60,12 @@ type Config struct {
 	EventPoll, EventKeepAlive time.Duration
 	// Jobs configures the training-job routes (jobs.go).
 	Jobs JobsConfig
+	// InferenceOnly serves only the probes, /metrics and chat completions:
+	// the API of a `trainyard infer` process, which the main API forwards
+	// chat requests to. Authentication, limits and answers are the same.
+	InferenceOnly bool
+	// Dashboard is what the web dashboard links to (dashboard.go).
+	Dashboard DashboardConfig
 }
 
 // HealthCheck is one probe of /v1/system-check, e.g. "database" or a
@@ -78,22 +86,38 @@ type Deps struct {
 	Blobs    trainyard.BlobStore
 	Checks   []HealthCheck
 	Logger   *zap.Logger
-	// Chat serves chat completions (chat*.go); the routes exist only
-	// when it is set.
+	// Chat serves chat completions in this process (chat*.go); the
+	// routes exist only when it or ChatRouter is set.
 	Chat *serving.Service
+	// ChatRouter forwards chat completions to inference processes
+	// (chat_remote.go) when Chat is nil.
+	ChatRouter ChatRouter
 	// Workflows runs training jobs on Temporal; the training-job routes
 	// exist only when it is set.
 	Workflows JobWorkflows
 	// Files keeps uploaded training data; POST /v1/preview/files exists
 	// only when it is set.
 	Files FileStore
+	// Dashboard serves the web dashboard's pages and assets at / (see
+	// package dashboard); without it there is none.
+	Dashboard http.Handler
 	// Bases opens base models, so an RL job's trajectories are checked
 	// as training will check them before the job is accepted; without it
 	// only their shape is.
 	Bases BaseModels
+	// Retention applies a checkpoint policy when one is set; without it
+	// the policy waits for the model's next job.
+	Retention *retention.Pruner
 }
 
-// BaseModels opens base models by name; worker.Bases implements it.
+// ChatRouter forwards a validated chat completion to an inference process
+// and copies its answer to w; inference.Router implements it. It returns an
+// error only when it wrote nothing.
+type ChatRouter interface {
+	Forward(ctx context.Context, w http.ResponseWriter, call inference.Call) error
+}
+
+// BaseModels opens base models by name; catalog.Catalog implements it.
 type BaseModels interface {
 	Base(ctx context.Context, name string) (*engine.Base, error)
 }
@@ -141,6 +165,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.Jobs.StartTimeout <= 0 {
 		cfg.Jobs.StartTimeout = 5 * time.Second
 	}
+	if cfg.Jobs.ControlTimeout <= 0 {
+		cfg.Jobs.ControlTimeout = 10 * time.Second
+	}
 	log := deps.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -176,7 +203,7 @@ func (s *Server) newEngine() *gin.Engine {
 	// The client address comes from the connection, never from headers a
 	// client can forge.
 	_ = e.SetTrustedProxies(nil)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic)
+	e.Use(s.requestID, s.bodyDeadline, s.accessLog, s.recoverPanic)
 	e.NoRoute(func(c *gin.Context) { s.writeDetail(c, http.StatusNotFound, "Not Found") })
 	e.NoMethod(func(c *gin.Context) { s.writeDetail(c, http.StatusMethodNotAllowed, "Method Not Allowed") })
 	return e

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -122,11 +123,19 @@ func rssBytes(tb testing.TB) int64 {
 	return 0
 }
 
+// slowBodyRSSBound is what 500 slow-body sockets may add to the process's
+// RSS: a fraction of a single declared body (64 MiB), where allocating by
+// the declared length would take 500 of them.
+const slowBodyRSSBound = 64 << 20
+
 // BenchmarkSlowBodySockets opens 500 sockets that each declare a 64 MiB
 // body and send one byte (the in-flight cap raised so that all 500 are held
-// by handlers), then checks that /v1/health still answers. Reported: the
-// process's RSS growth while they are held (client and server share the
-// process) and the health check's latency.
+// by handlers), then checks that /v1/health still answers and that the
+// process's RSS grew by less than slowBodyRSSBound. Reported: that growth
+// (client and server share the process), the RSS and the health check's
+// latency.
+//
+//	go test -run '^$' -bench SlowBodySockets -benchtime 1x ./api
 func BenchmarkSlowBodySockets(b *testing.B) {
 	e := newEnv(b, func(c *api.Config, _ *api.Deps) { c.MaxRequestsPerKey = 1000 })
 	addr := e.serveHTTP(b)
@@ -148,11 +157,82 @@ func BenchmarkSlowBodySockets(b *testing.B) {
 		}
 		res.Body.Close()
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "health_ms")
-		b.ReportMetric(float64(rssBytes(b)-before)/(1<<20), "rss_growth_MiB")
+		grown := rssBytes(b) - before
+		if grown > slowBodyRSSBound {
+			b.Errorf("RSS grew by %d MiB under %d slow-body sockets, past the bound of %d MiB", grown>>20, sockets, slowBodyRSSBound>>20)
+		}
+		b.ReportMetric(float64(grown)/(1<<20), "rss_growth_MiB")
 		b.ReportMetric(float64(rssBytes(b))/(1<<20), "rss_MiB")
 		b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
 		for _, c := range conns {
 			c.Close()
 		}
+	}
+}
+
+// TestUnreadBodiesAreBounded: a body that no handler reads (a request
+// refused before its body, a route that takes none) still has
+// Config.BodyTimeout to arrive. Go's server reads such a body before it
+// answers, and again before it reuses the connection, with no deadline of
+// its own, so a client declaring a small body and sending part of it held
+// its connection, unanswered, for as long as it liked, whatever its key.
+func TestUnreadBodiesAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *api.Config, _ *api.Deps) { c.BodyTimeout = time.Second })
+	addr := e.serveHTTP(t)
+	auth := "Authorization: Bearer " + e.key + "\r\n"
+	model := e.createModel("unread")
+	for _, c := range []struct {
+		name, request string
+		status        int
+	}{
+		{"refused before its body", "POST /v1/preview/models HTTP/1.1\r\n", http.StatusUnauthorized},
+		{"a body too slow to read", "POST /v1/preview/models HTTP/1.1\r\n" + auth, http.StatusRequestTimeout},
+		{"a route that reads no body", "GET /v1/preview/models/" + model + "/checkpoints HTTP/1.1\r\n" + auth, http.StatusOK},
+		{"no such route", "GET /v1/nowhere HTTP/1.1\r\n", http.StatusNotFound},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		fmt.Fprintf(conn, "%sHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", c.request)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Errorf("%s: no answer: %v", c.name, err)
+			continue
+		}
+		_, err = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		// Whatever was sent of the body must not be read as a request:
+		// the server closes the connection after its answer.
+		if err == nil {
+			_, err = br.ReadByte()
+		}
+		took := time.Since(start)
+		if res.StatusCode != c.status || err != io.EOF || took > 5*time.Second {
+			t.Errorf("%s: %d, then %v, after %v; want %d, then the connection closed, within seconds", c.name, res.StatusCode, err, took, c.status)
+		}
+	}
+	// Bodies that arrive keep their connection for the next request.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for i := range 2 {
+		body := fmt.Sprintf(`{"project": "p", "name": "kept-%d", "base_model": "trainyard/tiny-chat"}`, i)
+		fmt.Fprintf(conn, "POST /v1/preview/models HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", auth, len(body), body)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		res, err := http.ReadResponse(br, nil)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("request %d on a kept connection: %v %v", i, res, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
 	}
 }

@@ -16,14 +16,17 @@ import (
 // parsing on, a <tool_call> … </tool_call> block is held until it closes and then becomes one tool call
 // (or content again, if its JSON does not parse). Special tokens never appear in content (vLLM's
 // skip_special_tokens default), but every token, special or not, is listed in the logprobs, which are
-// what makes a choice trainable.
+// what makes a choice trainable. A model without tool-call tokens (Llama 3 writes a call as the whole
+// answer in JSON) has its whole output held until it ends, then parsed by parseWhole.
 type choiceBuilder struct {
 	index      int
 	parseTools bool
-	callStart  int
+	callStart  int // -1 when the model has no tool-call tokens
 	callEnd    int
 	isSpecial  func(id int) bool
 	emit       func(Delta) error // nil when not streaming
+	// parseWhole, when set, parses the complete output for tool calls (parseTools without call tokens).
+	parseWhole func(text string) (string, []engine.ToolCall)
 
 	pending []engine.SampledToken // content tokens not yet released
 	inCall  bool
@@ -51,7 +54,25 @@ func (b *choiceBuilder) push(t engine.SampledToken) error {
 		return nil
 	}
 	b.pending = append(b.pending, t)
+	if b.parseTools && b.parseWhole != nil {
+		return nil // held until finish: the answer may turn out to be a call
+	}
 	return b.release(completeTokens(b.pending))
+}
+
+// finishWhole turns the held output into one tool call when it is one, and leaves it as content otherwise.
+func (b *choiceBuilder) finishWhole() error {
+	var text strings.Builder
+	for _, t := range b.pending {
+		if !b.isSpecial(t.ID) {
+			text.Write(t.Bytes)
+		}
+	}
+	if _, calls := b.parseWhole(text.String()); len(calls) == 1 {
+		b.call, b.pending = b.pending, nil
+		return b.emitCall(calls[0])
+	}
+	return nil
 }
 
 // finish releases whatever is held (an unterminated call block becomes content) and sends the finish
@@ -59,6 +80,11 @@ func (b *choiceBuilder) push(t engine.SampledToken) error {
 func (b *choiceBuilder) finish(engineReason string) (trainyard.Choice, error) {
 	if b.inCall {
 		b.pending, b.inCall = append(b.pending, b.call...), false
+	}
+	if b.parseTools && b.parseWhole != nil {
+		if err := b.finishWhole(); err != nil {
+			return trainyard.Choice{}, err
+		}
 	}
 	if err := b.release(len(b.pending)); err != nil {
 		return trainyard.Choice{}, err
@@ -120,8 +146,16 @@ func (b *choiceBuilder) closeCall() error {
 		b.pending = append(b.pending, block...)
 		return b.release(len(b.pending))
 	}
+	b.call = block
+	return b.emitCall(calls[0])
+}
+
+// emitCall records the call written by the tokens in b.call (listed in the logprobs) and streams it.
+func (b *choiceBuilder) emitCall(c engine.ToolCall) error {
+	block := b.call
+	b.call = nil
 	call := trainyard.ToolCall{ID: newCallID(), Type: "function",
-		Function: trainyard.FunctionCall{Name: calls[0].Name, Arguments: calls[0].Arguments}}
+		Function: trainyard.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
 	lps := wireLogprobs(block)
 	b.calls = append(b.calls, call)
 	b.logprobs = append(b.logprobs, lps...)
@@ -133,27 +167,31 @@ func (b *choiceBuilder) closeCall() error {
 }
 
 // completeTokens returns how many leading tokens can be released without splitting a UTF-8 character
-// across deltas (JSON strings must be valid UTF-8; the byte-level tokenizer writes characters bytewise).
+// across deltas (JSON strings must be valid UTF-8; the byte-level tokenizer writes characters bytewise,
+// and a BPE token may hold part of one). A token holding the start of an unfinished character is held
+// back whole.
 func completeTokens(toks []engine.SampledToken) int {
 	n := len(toks)
-	// An unfinished character has at most 3 bytes, each its own byte token at the end of the list.
-	for i := n - 1; i >= 0 && i >= n-3; i-- {
-		bs := toks[i].Bytes
-		if len(bs) != 1 {
-			break
-		}
-		if utf8.RuneStart(bs[0]) {
-			var tail []byte
-			for _, t := range toks[i:] {
-				tail = append(tail, t.Bytes...)
-			}
-			if bs[0] >= utf8.RuneSelf && !utf8.FullRune(tail) {
-				return i
+	// An unfinished character has at most 3 bytes: gather the last tokens' bytes until there are 4.
+	var tail []byte
+	for i := n - 1; i >= 0 && len(tail) < utf8.UTFMax; i-- {
+		tail = append(append([]byte(nil), toks[i].Bytes...), tail...)
+	}
+	k := 0 // bytes of the unfinished character at the end
+	for j := len(tail) - 1; j >= 0 && j >= len(tail)-3; j-- {
+		if utf8.RuneStart(tail[j]) {
+			if tail[j] >= utf8.RuneSelf && !utf8.FullRune(tail[j:]) {
+				k = len(tail) - j
 			}
 			break
 		}
 	}
-	return n
+	i := n
+	for removed := 0; removed < k && i > 0; {
+		i--
+		removed += len(toks[i].Bytes)
+	}
+	return i
 }
 
 // wireLogprobs writes tokens the way the hosted stack does: "token_id:<id>", so a Choice pasted into a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/chat"
 	"github.com/trainyard/trainyard/engine/tokenizer"
 )
 
@@ -154,5 +155,60 @@ func TestChoiceBuilderWithoutToolParsingAndSpecials(t *testing.T) {
 	}
 	if got := ch.Logprobs.Content[1].Token; got != "token_id:261" {
 		t.Fatalf("the special token is listed as %q, want token_id:261", got)
+	}
+}
+
+// TestChoiceBPETokens: tokens of a BPE vocabulary hold several bytes, and may end inside a character (an
+// emoji split over two tokens): no delta carries half a character.
+func TestChoiceBPETokens(t *testing.T) {
+	emoji := "\U0001F600" // 4 bytes
+	parts := [][]byte{[]byte("Hi "), []byte(emoji[:2]), []byte(emoji[2:] + " ok")}
+	var deltas []Delta
+	b := &choiceBuilder{isSpecial: func(int) bool { return false }, callStart: -1, callEnd: -1,
+		emit: func(d Delta) error { deltas = append(deltas, d); return nil }}
+	for i, p := range parts {
+		if err := b.push(engine.SampledToken{TokenLogprob: engine.TokenLogprob{ID: 1000 + i, Bytes: p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := b.finish("stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deltas {
+		if !utf8.ValidString(d.Content) {
+			t.Fatalf("delta %q is not valid UTF-8", d.Content)
+		}
+	}
+	if len(deltas) != 3 || ch.Message.Content.Text() != "Hi "+emoji+" ok" {
+		t.Fatalf("deltas %+v, content %q", deltas, ch.Message.Content.Text())
+	}
+}
+
+// TestChoiceWholeAnswerToolCall: a model without tool-call tokens (Llama 3) answers a call as one JSON
+// object; the output is held to the end and becomes a tool call, or content when it is not one.
+func TestChoiceWholeAnswerToolCall(t *testing.T) {
+	run := func(text string) (int, trainyard.Choice) {
+		n := 0
+		b := &choiceBuilder{parseTools: true, isSpecial: func(int) bool { return false }, callStart: -1, callEnd: -1,
+			parseWhole: chat.ParseJSONToolCall, emit: func(Delta) error { n++; return nil }}
+		for _, tk := range toks(text) {
+			if err := b.push(tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ch, err := b.finish("stop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, ch
+	}
+	n, ch := run(`{"name": "get_weather", "parameters": {"city": "Oslo"}}`)
+	if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].Function.Arguments != `{"city": "Oslo"}` ||
+		len(ch.Logprobs.Content) != 55 || n != 2 {
+		t.Fatalf("%d deltas, choice %+v", n, ch)
+	}
+	if _, ch := run("It is sunny."); ch.FinishReason != "stop" || ch.Message.Content.Text() != "It is sunny." || len(ch.Message.ToolCalls) != 0 {
+		t.Fatalf("choice %+v", ch)
 	}
 }

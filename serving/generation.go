@@ -8,7 +8,6 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
-	"github.com/trainyard/trainyard/engine/tokenizer"
 	"github.com/trainyard/trainyard/internal/telemetry"
 )
 
@@ -38,10 +37,14 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tok := g.base.Tokenizer()
+	callStart, callEnd, tagged := g.base.ToolCallTokens()
 	builders := make([]*choiceBuilder, g.params.N)
 	for i := range builders {
 		builders[i] = &choiceBuilder{index: i, parseTools: g.parseTools, emit: emit, isSpecial: tok.IsSpecial,
-			callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd)}
+			callStart: callStart, callEnd: callEnd}
+		if !tagged {
+			builders[i].parseWhole = g.base.ParseToolCalls
+		}
 	}
 	var emitErr error
 	first := true
@@ -83,7 +86,6 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 // ignore_eos, a ban on the end-of-turn tokens. It refuses a token budget too small for the shortest valid
 // output of a grammar, so a constrained choice always finishes complete.
 func (g *Generation) constrain() error {
-	tok := g.base.Tokenizer()
 	var gr grammar
 	what := "response_format json_object"
 	switch mode := g.req.ToolChoice.Mode; {
@@ -95,13 +97,18 @@ func (g *Generation) constrain() error {
 				names = append(names, t.Function.Name)
 			}
 		}
-		gr = newToolCallGrammar(tok.Special(tokenizer.ToolCallStart), tok.Special(tokenizer.ToolCallEnd), names,
-			g.req.ParallelToolCalls)
+		callStart, callEnd, ok := g.base.ToolCallTokens()
+		if !ok {
+			return trainyard.Errorf(trainyard.EBADREQUEST,
+				"tool_choice %q is not supported for the base model `%s`, which writes tool calls without <tool_call> tokens: use tool_choice \"auto\".",
+				mode, g.base.Name())
+		}
+		gr = newToolCallGrammar(callStart, callEnd, names, g.req.ParallelToolCalls)
 		what = "tool_choice " + mode
 	case g.req.JSONObject:
 		gr = jsonGrammar{}
 	case g.req.IgnoreEOS:
-		ban := eosBan(tok.StopTokens())
+		ban := eosBan(g.base.StopTokens())
 		g.params.Constraint = func(int) engine.Constraint { return ban }
 		return nil
 	default:
@@ -116,7 +123,8 @@ func (g *Generation) constrain() error {
 			"%s needs at least %d completion tokens, but only %d are available: raise max_tokens or shorten the messages.",
 			what, need, budget)
 	}
-	stops := tok.StopTokens()
+	stops := g.base.StopTokens()
+	gr = onTokens(gr, g.base)
 	g.params.Constraint = func(int) engine.Constraint { return newConstraint(gr, budget, stops) }
 	return nil
 }

@@ -1,6 +1,11 @@
 package serving
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/tokenizer"
+)
 
 // grammar is a language over token ids, walked one token at a time. Implementations are small values:
 // next returns a new grammar and never changes the receiver, so a constraint can try every candidate token.
@@ -192,3 +197,82 @@ func (g toolCallGrammar) shortestWithPrefix(p string) int {
 	}
 	return best
 }
+
+// tokenGrammar runs a grammar written over byte tokens (ids 0..255 are the bytes, as in the engine's
+// byte-level tokenizer) on a tokenizer whose tokens are strings of bytes: a token is allowed when the
+// grammar accepts each of its bytes in turn. The tool-call tokens go to the grammar as themselves; other
+// added tokens (turn markers, <think>) never occur inside a grammar's sentence. Costs stay counted in
+// bytes, an upper bound on the tokens still needed since every byte is a token of a byte-level BPE.
+type tokenGrammar struct {
+	g grammar
+	v *grammarVocab
+}
+
+// grammarVocab is what tokenGrammar reads of the tokenizer, shared by every step.
+type grammarVocab struct {
+	bytes func(id int) []byte
+	added func(id int) bool
+	pass  [2]int // tool-call tokens handed to the grammar as ids
+}
+
+// onTokens adapts g to base's tokenizer; on the byte-level tokenizer it is g itself.
+func onTokens(g grammar, base *engine.Base) grammar {
+	tok := base.Tokenizer()
+	if _, byteLevel := tok.(*tokenizer.Tokenizer); byteLevel {
+		return g
+	}
+	v := &grammarVocab{bytes: tok.TokenBytes, pass: [2]int{-1, -1}}
+	if start, end, ok := base.ToolCallTokens(); ok {
+		v.pass = [2]int{start, end}
+	}
+	if a, ok := tok.(interface{ IsAdded(int) bool }); ok {
+		v.added = a.IsAdded
+	} else {
+		v.added = tok.IsSpecial
+	}
+	return tokenGrammar{g: g, v: v}
+}
+
+func (t tokenGrammar) step(id int) (grammar, bool) {
+	if id == t.v.pass[0] || id == t.v.pass[1] {
+		return t.g.next(id)
+	}
+	bs := t.v.bytes(id)
+	if len(bs) == 0 || t.v.added(id) {
+		return nil, false
+	}
+	g := t.g
+	for _, b := range bs {
+		var ok bool
+		if g, ok = g.next(int(b)); !ok {
+			return nil, false
+		}
+	}
+	return g, true
+}
+
+func (t tokenGrammar) next(id int) (grammar, bool) {
+	g, ok := t.step(id)
+	if !ok {
+		return t, false
+	}
+	return tokenGrammar{g: g, v: t.v}, true
+}
+
+func (t tokenGrammar) try(id int) (int, bool) {
+	if id == t.v.pass[0] || id == t.v.pass[1] {
+		return t.g.try(id)
+	}
+	bs := t.v.bytes(id)
+	if len(bs) == 1 && !t.v.added(id) {
+		return t.g.try(int(bs[0]))
+	}
+	g, ok := t.step(id)
+	if !ok {
+		return 0, false
+	}
+	return g.cost(), true
+}
+
+func (t tokenGrammar) cost() int  { return t.g.cost() }
+func (t tokenGrammar) done() bool { return t.g.done() }

@@ -82,3 +82,46 @@ func TestNamedToolCallConstraintForcesTheName(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenGrammarMultiByteTokens: grammars written over bytes run on a BPE vocabulary, one token being
+// several bytes: a token is allowed when all its bytes are, added tokens other than the tool-call markers
+// never are, and the tool-call markers pass through as themselves.
+func TestTokenGrammarMultiByteTokens(t *testing.T) {
+	vocab := map[int]string{10: "{", 11: `"a":`, 12: "1}", 13: "}", 14: " x", 15: `{"name":"`, 16: `f","arguments":{}}`,
+		20: "<|im_end|>", 1000: "<tool_call>", 1001: "</tool_call>"}
+	v := &grammarVocab{bytes: func(id int) []byte { return []byte(vocab[id]) },
+		added: func(id int) bool { return id == 20 || id >= 1000 }, pass: [2]int{-1, -1}}
+	var g grammar = tokenGrammar{g: jsonGrammar{}, v: v}
+	if _, ok := g.try(14); ok {
+		t.Fatal(`" x" accepted at the start of a JSON object`)
+	}
+	if _, ok := g.try(20); ok {
+		t.Fatal("an added token accepted inside JSON")
+	}
+	for _, id := range []int{10, 11, 12} {
+		cost, ok := g.try(id)
+		if !ok {
+			t.Fatalf("token %q refused", vocab[id])
+		}
+		var next grammar
+		if next, ok = g.next(id); !ok || next.cost() != cost {
+			t.Fatalf("next(%q) = %v, cost %d vs try's %d", vocab[id], ok, next.cost(), cost)
+		}
+		g = next
+	}
+	if !g.done() {
+		t.Fatal(`{"a":1} is not a complete object`)
+	}
+
+	v.pass = [2]int{1000, 1001}
+	g = tokenGrammar{g: newToolCallGrammar(1000, 1001, []string{"f"}, false), v: v}
+	for _, id := range []int{1000, 15, 16, 1001} {
+		var ok bool
+		if g, ok = g.next(id); !ok {
+			t.Fatalf("tool call token %q refused", vocab[id])
+		}
+	}
+	if !g.done() {
+		t.Fatal("the tool call is not complete")
+	}
+}

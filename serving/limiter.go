@@ -37,6 +37,13 @@ func (l *limiter) acquire(account string) (release func(), err error) {
 	return func() { once.Do(func() { l.release(account) }) }, nil
 }
 
+// load returns the generations in flight and the global cap.
+func (l *limiter) load() (inFlight, capacity int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total, l.global
+}
+
 func (l *limiter) release(account string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -26,6 +26,9 @@ func TestLimiterGlobalAndPerAccount(t *testing.T) {
 	if _, err := l.acquire("c"); trainyard.ErrorCode(err) != trainyard.ELIMIT {
 		t.Fatalf("past the global cap: %v", err)
 	}
+	if n, c := l.load(); n != 3 || c != 3 {
+		t.Fatalf("load = %d/%d, want 3/3", n, c)
+	}
 	a1()
 	a1() // a second release is a no-op
 	if _, err := l.acquire("c"); err != nil {

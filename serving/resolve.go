@@ -44,10 +44,13 @@ func (r *resolver) resolve(ctx context.Context, accountID, name string) (*target
 	}
 	t := &target{Base: m.BaseModel}
 	switch {
-	case ref.Pinned && ref.Step == 0:
-		// Step 0 is the untrained base model: there is never a checkpoint row for it.
 	case ref.Pinned:
 		c, err := r.models.FindCheckpoint(ctx, m.ID, ref.Step)
+		if trainyard.ErrorCode(err) == trainyard.ENOTFOUND && ref.Step == 0 && m.ForkedFrom == "" {
+			// Step 0 of a model trained from its base is the base model itself; only a fork has a
+			// checkpoint there (a copy of its source).
+			return t, nil
+		}
 		if trainyard.ErrorCode(err) == trainyard.ENOTFOUND {
 			return nil, trainyard.WrapError(trainyard.ENOTFOUND, err,
 				"The model `%s` does not exist: %s has no checkpoint at step %d.", name, ref, ref.Step)

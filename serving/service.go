@@ -48,6 +48,7 @@ type Service struct {
 	resolver resolver
 	bases    *bases
 	adapters *adapters
+	served   *servedMarks
 	limit    *limiter
 }
 
@@ -76,11 +77,16 @@ func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log
 	}
 	b := newBases(cfg.BaseModels, cfg.OpenBase)
 	return &Service{cfg: cfg, bases: b, resolver: resolver{models: models, isBase: b.has},
-		adapters: newAdapters(blobs, cfg.AdapterCacheBytes, log), limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency)}
+		adapters: newAdapters(blobs, cfg.AdapterCacheBytes, log), served: newServedMarks(models, log),
+		limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency)}
 }
 
 // BaseModels returns the base model names served.
 func (s *Service) BaseModels() []string { return append([]string(nil), s.cfg.BaseModels...) }
+
+// Load returns the generations in flight and the most admitted at once (Config.Concurrency): what an
+// inference process reports to the registry so the API can send work where there is room.
+func (s *Service) Load() (inFlight, capacity int) { return s.limit.load() }
 
 // MaxChoices returns the largest n a request may ask for.
 func (s *Service) MaxChoices() int { return s.cfg.MaxChoices }
@@ -118,6 +124,7 @@ func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error)
 		// With tool_choice "none" the model still sees the tools (as in vLLM), its output is not parsed.
 		parseTools: len(req.Tools) > 0 && req.ToolChoice.Mode != ToolChoiceNone}
 	if tg.Checkpoint != nil {
+		s.served.mark(ctx, tg.Checkpoint)
 		if g.sampler, err = s.adapters.get(ctx, base, req.Model, tg.Checkpoint); err != nil {
 			return nil, err
 		}

@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
+	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/workflows"
 )
 
@@ -39,6 +42,19 @@ type Config struct {
 	StopTimeout time.Duration
 	// Identity names the worker in Temporal (the SDK's default when empty).
 	Identity string
+	// BaseModels are the base models this worker trains on: it polls the
+	// compute queue of each (workflows.BaseTaskQueue). Empty means the
+	// engine's built-in models.
+	BaseModels []string
+	// ID is the worker's id in the registry and the name of its own compute
+	// queue (workflows.WorkerTaskQueue); a new UUIDv7 when empty.
+	ID string
+	// Registry records the worker and the base models it holds while it
+	// runs, so jobs on a base model nobody holds can say so; nil skips it.
+	Registry trainyard.WorkerRegistry
+	// Heartbeat is how often the registry row is renewed (2 s); the row
+	// stays live for three heartbeats.
+	Heartbeat time.Duration
 }
 
 func (c *Config) applyDefaults() {
@@ -57,13 +73,24 @@ func (c *Config) applyDefaults() {
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = 30 * time.Second
 	}
+	if len(c.BaseModels) == 0 {
+		c.BaseModels = engine.BuiltinNames()
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 2 * time.Second
+	}
 }
 
 // Worker polls the job task queue (workflows and bookkeeping activities),
-// its compute queue (Prepare and Train) and its fetch queue (Fetch).
+// the compute queues (Prepare and Train): the shared one of runs from
+// before routing by base model, one per base model it holds and its own,
+// and the fetch queue (Fetch).
 type Worker struct {
-	main, compute, fetch sdkworker.Worker
-	log                  *zap.Logger
+	main, fetch sdkworker.Worker
+	compute     []sdkworker.Worker
+	presence    *presence
+	id          string
+	log         *zap.Logger
 }
 
 // New registers the workflows and acts on two SDK workers over c.
@@ -80,21 +107,51 @@ func New(c client.Client, acts *activities.Activities, cfg Config, log *zap.Logg
 		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
 		WorkerStopTimeout:                  cfg.StopTimeout,
 		Identity:                           cfg.Identity,
+		// A workflow task waits this long for the worker that ran the
+		// workflow last (which keeps it cached) before any worker takes
+		// it. When that worker died with the job's Train chunk, the
+		// SDK's 5 s came on top of the heartbeat timeout before the
+		// chunk moved; workflow tasks take milliseconds, so a live
+		// worker answers well within 1 s.
+		StickyScheduleToStartTimeout: time.Second,
 	})
 	main.RegisterWorkflowWithOptions(workflows.RLJob, workflow.RegisterOptions{Name: "RLJob"})
 	main.RegisterWorkflowWithOptions(workflows.SFTJob, workflow.RegisterOptions{Name: "SFTJob"})
-	register(main, map[string]any{"WaitTurn": acts.WaitTurn, "Complete": acts.Complete, "Fail": acts.Fail})
+	register(main, map[string]any{"WaitTurn": acts.WaitTurn, "Place": acts.Place, "Complete": acts.Complete, "Fail": acts.Fail,
+		"RequestPause": acts.RequestPause, "Pause": acts.Pause, "Resume": acts.Resume, "ApplyRetention": acts.ApplyRetention})
 
-	compute := sdkworker.New(c, workflows.ComputeTaskQueue(cfg.TaskQueue), sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: cfg.TrainingConcurrency,
-		// One poller per slot: a worker should not take a step it has
-		// no room to run while another worker is idle.
-		MaxConcurrentActivityTaskPollers: cfg.TrainingConcurrency,
-		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
-		WorkerStopTimeout:                cfg.StopTimeout,
-		Identity:                         cfg.Identity,
-	})
-	register(compute, map[string]any{"Prepare": acts.Prepare, "Train": acts.Train})
+	if cfg.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("worker: id: %w", err)
+		}
+		cfg.ID = id.String()
+	}
+	own := workflows.WorkerTaskQueue(cfg.TaskQueue, cfg.ID)
+	// Prepare and Train learn the worker's own queue from their context
+	// and report it, so the job's next chunk comes back here.
+	actx := activities.WithWorkerQueue(context.Background(), own)
+	queues := []string{own, workflows.ComputeTaskQueue(cfg.TaskQueue)}
+	for _, b := range cfg.BaseModels {
+		queues = append(queues, workflows.BaseTaskQueue(cfg.TaskQueue, b))
+	}
+	var compute []sdkworker.Worker
+	for _, q := range queues {
+		w := sdkworker.New(c, q, sdkworker.Options{
+			MaxConcurrentActivityExecutionSize: cfg.TrainingConcurrency,
+			// One poller per slot: a worker should not take a step it
+			// has no room to run while another worker is idle. (The
+			// activities bound the work of all queues together and hand
+			// back what a busy worker takes from a shared queue.)
+			MaxConcurrentActivityTaskPollers: cfg.TrainingConcurrency,
+			MaxHeartbeatThrottleInterval:     heartbeatThrottle,
+			WorkerStopTimeout:                cfg.StopTimeout,
+			Identity:                         cfg.Identity,
+			BackgroundActivityContext:        actx,
+		})
+		register(w, map[string]any{"Prepare": acts.Prepare, "Train": acts.Train})
+		compute = append(compute, w)
+	}
 
 	fetch := sdkworker.New(c, workflows.FetchTaskQueue(cfg.TaskQueue), sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.FetchConcurrency,
@@ -104,8 +161,16 @@ func New(c client.Client, acts *activities.Activities, cfg Config, log *zap.Logg
 		Identity:                           cfg.Identity,
 	})
 	register(fetch, map[string]any{"Fetch": acts.Fetch})
-	return &Worker{main: main, compute: compute, fetch: fetch, log: log}, nil
+	wk := &Worker{id: cfg.ID, main: main, compute: compute, fetch: fetch, log: log}
+	if cfg.Registry != nil {
+		wk.presence = &presence{registry: cfg.Registry, interval: cfg.Heartbeat, log: log,
+			row: trainyard.WorkerProcess{ID: cfg.ID, TaskQueue: cfg.TaskQueue, BaseModels: cfg.BaseModels}}
+	}
+	return wk, nil
 }
+
+// ID is the worker's id (its registry row, its own compute queue).
+func (w *Worker) ID() string { return w.id }
 
 // heartbeatThrottle caps how long the SDK holds back an activity's
 // heartbeats. An activity learns that its job was cancelled from a
@@ -122,30 +187,46 @@ func register(w sdkworker.Worker, acts map[string]any) {
 	}
 }
 
-// Start starts polling; it returns once both workers poll.
+// Start registers the worker (with a registry) and starts polling; it
+// returns once every queue is polled.
 func (w *Worker) Start() error {
-	if err := w.main.Start(); err != nil {
-		return fmt.Errorf("worker: start the job worker: %w", err)
+	if w.presence != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.presence.register(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("worker: register in the worker registry: %w", err)
+		}
 	}
-	if err := w.compute.Start(); err != nil {
-		w.main.Stop()
-		return fmt.Errorf("worker: start the compute worker: %w", err)
+	started := []sdkworker.Worker{}
+	for _, sw := range append([]sdkworker.Worker{w.main, w.fetch}, w.compute...) {
+		if err := sw.Start(); err != nil {
+			for _, s := range started {
+				s.Stop()
+			}
+			return fmt.Errorf("worker: start polling: %w", err)
+		}
+		started = append(started, sw)
 	}
-	if err := w.fetch.Start(); err != nil {
-		w.compute.Stop()
-		w.main.Stop()
-		return fmt.Errorf("worker: start the fetch worker: %w", err)
+	if w.presence != nil {
+		w.presence.start()
 	}
 	return nil
 }
 
 // Stop stops polling and waits up to the stop timeout for running
 // activities. A Train activity sees the stop, finishes its step, stores its
-// state and returns, so another worker continues without recomputing.
+// state and returns, so another worker continues without recomputing. The
+// registry row goes last: until then the worker still runs what it has.
 func (w *Worker) Stop() {
 	w.fetch.Stop()
-	w.compute.Stop()
+	for _, c := range w.compute {
+		c.Stop()
+	}
 	w.main.Stop()
+	if w.presence != nil {
+		w.presence.stop()
+	}
 }
 
 // Run starts the worker and stops it when ctx is done.

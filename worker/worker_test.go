@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/trainyard/trainyard"
 )
 
 func TestLoggerKeepsKeyValuesAsFields(t *testing.T) {
@@ -32,32 +29,6 @@ func TestLoggerKeepsKeyValuesAsFields(t *testing.T) {
 	}
 	if entries[1].Level != zapcore.WarnLevel || entries[2].Level != zapcore.ErrorLevel || entries[3].Level != zapcore.DebugLevel {
 		t.Fatalf("levels = %v %v %v", entries[1].Level, entries[2].Level, entries[3].Level)
-	}
-}
-
-func TestBasesLoadEachModelOnce(t *testing.T) {
-	var b Bases
-	if _, err := b.Base(context.Background(), "nobody/unknown"); trainyard.ErrorCode(err) != trainyard.ENOTFOUND {
-		t.Fatalf("unknown model: %v", err)
-	}
-	var wg sync.WaitGroup
-	got := make([]any, 4)
-	for i := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			base, err := b.Base(context.Background(), "trainyard/tiny-chat")
-			if err != nil {
-				t.Error(err)
-			}
-			got[i] = base
-		}()
-	}
-	wg.Wait()
-	for _, g := range got[1:] {
-		if g != got[0] || g == nil {
-			t.Fatal("concurrent first calls loaded the model more than once")
-		}
 	}
 }
 

@@ -32,6 +32,9 @@ type ClientOptions struct {
 	// Models, when set, gives job workflows their search attributes and
 	// summary (which model, of which account, on which base).
 	Models trainyard.ModelStore
+	// Blobs, when set, lets ReconcileJob delete the plan and intermediate
+	// state of the job it closes, as the workflow's cleanup would have.
+	Blobs trainyard.BlobStore
 }
 
 // Client starts, cancels and inspects job workflows. Temporal errors come
@@ -204,7 +207,7 @@ func (c *Client) ReconcileJob(ctx context.Context, job *trainyard.Job) (*trainya
 		return job, nil
 	}
 	status, msg := activities.ClosedWorkflowOutcome(st.Status)
-	if err := activities.Finalize(ctx, c.opts.Jobs, c.opts.Events, job.ID, status, msg); err != nil {
+	if err := activities.CloseAbandoned(ctx, c.opts.Jobs, c.opts.Events, c.opts.Blobs, job.ID, status, msg); err != nil {
 		return nil, err
 	}
 	return c.opts.Jobs.GetJob(ctx, job.ID)

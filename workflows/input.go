@@ -35,6 +35,16 @@ type Resume struct {
 	TotalSteps int
 	Done       int
 	Metrics    map[string]float64
+	// Pauses counts the job's completed pause/resume cycles (each added
+	// two events before the next gradient_step); PausedFor is the time
+	// it spent PAUSED, which its deadline does not count.
+	Pauses    int           `json:",omitempty"`
+	PausedFor time.Duration `json:",omitempty"`
+	// BaseModel is the job's base model once placed (routeVersion), and
+	// WorkerQueue the own task queue of the worker holding its state: the
+	// next run's chunks go there.
+	BaseModel   string `json:",omitempty"`
+	WorkerQueue string `json:",omitempty"`
 }
 
 // Options tune a job's workflow. Zero fields take the defaults.
@@ -82,6 +92,8 @@ const (
 	PhaseWaiting   = "waiting"   // an older job on the model runs first
 	PhasePreparing = "preparing" // loading and tokenising the input
 	PhaseTraining  = "training"
+	PhasePausing   = "pausing" // a pause waits for the step in progress
+	PhasePaused    = "paused"
 	PhaseSaving    = "saving" // recording the checkpoint
 	PhaseDone      = "done"
 )

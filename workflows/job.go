@@ -44,12 +44,22 @@ type job struct {
 	opts   Options
 	resume *Resume
 
-	started  time.Time // the job's first run's start; its deadline counts from here
-	baseStep int
-	total    int
-	done     int
-	metrics  map[string]float64
-	progress Progress
+	started   time.Time     // the job's first run's start; its deadline counts from here
+	pausedFor time.Duration // time spent PAUSED, which the deadline does not count
+	baseStep  int
+	total     int
+	done      int
+	metrics   map[string]float64
+	progress  Progress
+	ctl       control
+
+	// routed is set when the run routes compute by base model
+	// (routeVersion): Prepare and Train go to base's task queue, and Train
+	// chunks to sticky, the own queue of the worker holding the job's state,
+	// while it has one.
+	routed bool
+	base   string
+	sticky string
 }
 
 // setup restores carried-over progress and answers the progress query.
@@ -61,10 +71,20 @@ func (j *job) setup(ctx workflow.Context) error {
 	}
 	if r := j.resume; r != nil {
 		j.baseStep, j.total, j.done, j.metrics = r.BaseStep, r.TotalSteps, r.Done, r.Metrics
+		j.ctl.pauses, j.pausedFor = r.Pauses, r.PausedFor
+		j.base, j.sticky = r.BaseModel, r.WorkerQueue
 		j.progress.Status, j.progress.Phase = trainyard.JobRunning, PhaseTraining
 		j.progress.CurrentStep, j.progress.TotalSteps, j.progress.Metrics = r.Done, r.TotalSteps, r.Metrics
 	}
-	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return j.progress, nil })
+	err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
+		p := j.progress
+		p.Phase = j.phase()
+		return p, nil
+	})
+	if err != nil {
+		return err
+	}
+	return j.setupControl(ctx)
 }
 
 // run executes the phases and closes the job when they fail.
@@ -116,6 +136,9 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 			return j.endAsClosed(ctx, turn)
 		}
 		j.baseStep = turn.BaseStep
+		if err := j.place(ctx); err != nil {
+			return nil, err
+		}
 		j.progress.Phase = PhasePreparing
 
 		var prep activities.PrepareResult
@@ -123,18 +146,28 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions(j.opts, computeQueue(ctx), remaining)),
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions(j.opts, j.computeQueue(ctx), remaining)),
 			a.Prepare, activities.PrepareInput{JobID: j.id, Kind: j.kind, BaseStep: j.baseStep}).Get(ctx, &prep)
 		if err != nil {
 			return nil, err
+		}
+		if j.routed {
+			j.sticky = prep.WorkerQueue
 		}
 		j.total = prep.TotalSteps
 		j.progress.Status, j.progress.Phase, j.progress.TotalSteps = trainyard.JobRunning, PhaseTraining, j.total
 		j.setStatus(ctx, trainyard.JobRunning)
 		log.Info("job prepared", "JobID", j.id, "BaseStep", j.baseStep, "TotalSteps", j.total)
+	} else if err := j.place(ctx); err != nil {
+		return nil, err
 	}
 
 	for runs := 0; j.done < j.total; runs++ {
+		if j.ctl.pause != pauseNone {
+			if err := j.pauseHere(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if runs > 0 && (runs >= j.opts.TrainActivitiesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			return nil, j.continueAsNew(ctx)
 		}
@@ -142,15 +175,14 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		topts := trainOptions(j.opts, computeQueue(ctx), remaining)
-		topts.Summary = fmt.Sprintf("gradient steps after %d of %d", j.done, j.total)
-		trainCtx := workflow.WithActivityOptions(ctx, topts)
-		var r activities.TrainResult
-		err = workflow.ExecuteActivity(trainCtx, a.Train, activities.TrainInput{
-			JobID: j.id, BaseStep: j.baseStep, Done: j.done, TotalSteps: j.total,
-		}).Get(ctx, &r)
+		r, err := j.train(ctx, activities.TrainInput{
+			JobID: j.id, BaseStep: j.baseStep, Done: j.done, TotalSteps: j.total, EventOffset: j.ctl.eventOffset(),
+		}, remaining)
 		if err != nil {
 			return nil, err
+		}
+		if r.Done == j.done && r.Paused {
+			continue // asked to pause before its first step: the state at j.done is the one it loaded
 		}
 		if r.Done <= j.done || r.Done > j.total {
 			return nil, temporal.NewNonRetryableApplicationError(
@@ -161,13 +193,18 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		j.progress.CurrentStep, j.progress.Metrics = r.Done, r.Metrics
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("step %d of %d, loss %.4g", j.done, j.total, r.Metrics["loss"]))
 	}
+	// A pause accepted during the last step has nothing left to pause; its
+	// handler finishes before the job does.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil, err
+	}
 
 	j.progress.Phase = PhaseSaving
 	step := j.baseStep + 1
 	copts := recordOptions()
 	copts.Summary = fmt.Sprintf("record checkpoint %d", step)
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, copts), a.Complete, activities.CompleteInput{
-		JobID: j.id, CheckpointStep: step, TotalSteps: j.total, Metrics: j.metrics,
+		JobID: j.id, CheckpointStep: step, TotalSteps: j.total, Metrics: j.metrics, EventOffset: j.ctl.eventOffset(),
 	}).Get(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -175,6 +212,7 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 	j.progress.Status, j.progress.Phase, j.progress.CheckpointStep = trainyard.JobCompleted, PhaseDone, step
 	j.setStatus(ctx, trainyard.JobCompleted)
 	log.Info("job completed", "JobID", j.id, "CheckpointStep", step)
+	j.retain(ctx)
 	return &JobResult{JobID: j.id, CheckpointStep: step, Steps: j.total, Metrics: j.metrics}, nil
 }
 
@@ -197,44 +235,10 @@ func (j *job) fetch(ctx workflow.Context) error {
 	return err
 }
 
-// closedOutcomeVersion marks workflows that end as their already closed
-// job did; before it, such a run always completed.
-const closedOutcomeVersion = "end-as-the-job-did"
-
-// errAlreadyClosed wraps the outcome of a job that was closed before this
-// run: it is the workflow's result, not a failure to record.
-type errAlreadyClosed struct{ err error }
-
-func (e errAlreadyClosed) Error() string { return e.err.Error() }
-func (e errAlreadyClosed) Unwrap() error { return e.err }
-
-// endAsClosed ends a run of an already closed job (a reset of a finished
-// workflow) the way the job ended, so the Temporal UI agrees with the API:
-// completed, failed with the job's error, or cancelled.
-func (j *job) endAsClosed(ctx workflow.Context, turn activities.WaitTurnResult) (*JobResult, error) {
-	j.progress.Status, j.progress.Error = turn.Status, turn.Error
-	j.setStatus(ctx, turn.Status)
-	if workflow.GetVersion(ctx, closedOutcomeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return &JobResult{JobID: j.id}, nil
-	}
-	switch turn.Status {
-	case trainyard.JobFailed:
-		return nil, errAlreadyClosed{temporal.NewNonRetryableApplicationError(turn.Error, "JobFailed", nil)}
-	case trainyard.JobCancelled:
-		// A workflow ends as Canceled only once cancellation was asked
-		// for; WaitTurn asked (a workflow cannot cancel itself).
-		if turn.CancelRequested {
-			_ = workflow.Await(ctx, func() bool { return ctx.Err() != nil })
-		}
-		return nil, errAlreadyClosed{temporal.NewCanceledError(turn.Error)}
-	}
-	return &JobResult{JobID: j.id}, nil
-}
-
 // remaining is the time left before the job's deadline; an error, which
 // fails the job, once it has passed.
 func (j *job) remaining(ctx workflow.Context) (time.Duration, error) {
-	left := j.started.Add(j.opts.Deadline).Sub(workflow.Now(ctx))
+	left := j.started.Add(j.opts.Deadline + j.pausedFor).Sub(workflow.Now(ctx))
 	if left <= 0 {
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"the job did not finish within its deadline of %s", j.opts.Deadline), "DeadlineExceeded", nil)
@@ -242,55 +246,28 @@ func (j *job) remaining(ctx workflow.Context) (time.Duration, error) {
 	return left, nil
 }
 
-// computeQueue is the task queue of this workflow's CPU-bound activities.
-func computeQueue(ctx workflow.Context) string {
+// computeQueue is the task queue of this job's CPU-bound activities: the
+// queue of the workers holding its base model once routed, else the shared
+// compute queue (runs from before routeVersion).
+func (j *job) computeQueue(ctx workflow.Context) string {
+	if j.routed && j.base != "" {
+		return BaseTaskQueue(workflow.GetInfo(ctx).TaskQueueName, j.base)
+	}
 	return ComputeTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
 }
 
 // continueAsNew hands the job's progress to a fresh run of the workflow, so
-// the history of a long SFT job stays small.
+// the history of a long SFT job stays small. It waits for update handlers
+// still running (a pause being recorded) so none is cut off.
 func (j *job) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
 	workflow.GetLogger(ctx).Info("continuing as new", "JobID", j.id, "Done", j.done, "TotalSteps", j.total)
 	return workflow.NewContinueAsNewError(ctx, SFTJob, SFTJobInput{
 		JobID:   j.id,
 		Options: j.opts,
-		Resume:  &Resume{StartedAt: j.started, BaseStep: j.baseStep, TotalSteps: j.total, Done: j.done, Metrics: j.metrics},
+		Resume: &Resume{StartedAt: j.started, BaseStep: j.baseStep, TotalSteps: j.total, Done: j.done, Metrics: j.metrics,
+			Pauses: j.ctl.pauses, PausedFor: j.pausedFor, BaseModel: j.base, WorkerQueue: j.sticky},
 	})
-}
-
-// fail closes the job after err: training_failed and FAILED, or CANCELLED
-// when the workflow was cancelled. It runs in a disconnected context so a
-// cancelled workflow can still write its final state.
-func (j *job) fail(ctx workflow.Context, err error) {
-	status, msg := trainyard.JobFailed, failureMessage(err)
-	if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
-		status, msg = trainyard.JobCancelled, "cancelled"
-	}
-	j.progress.Status, j.progress.Phase, j.progress.Error = status, PhaseDone, msg
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	fopts := recordOptions()
-	fopts.Summary = "close the job as " + string(status)
-	ferr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, fopts), a.Fail, activities.FailInput{
-		JobID: j.id, Status: status, Message: msg,
-	}).Get(dctx, nil)
-	if ferr != nil {
-		workflow.GetLogger(ctx).Error("could not record the job's failure", "JobID", j.id, "Error", ferr)
-	}
-	j.setStatus(dctx, status)
-}
-
-// failureMessage is the user-facing text of why a job failed: the message of
-// the activity's application error (written for users), or the kind of
-// timeout.
-func failureMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	var timeoutErr *temporal.TimeoutError
-	if errors.As(err, &timeoutErr) {
-		return fmt.Sprintf("a training activity timed out (%s)", timeoutErr.TimeoutType())
-	}
-	return err.Error()
 }

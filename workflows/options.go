@@ -84,3 +84,28 @@ func fetchOptions(o Options, queue string) workflow.ActivityOptions {
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	}
 }
+
+// placeOptions: finding a worker that holds the job's base model fails,
+// retryably, while none does; the job then waits, its last_error saying
+// why, and looks again at most every 30 s.
+func placeOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		Summary:             "find workers holding the job's base model",
+		StartToCloseTimeout: time.Minute,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+// stickyTrainOptions: a Train chunk sent to the worker that holds the job's
+// state in memory gets one attempt. If that worker is gone (its task is not
+// picked up within a heartbeat timeout, or the chunk stops heartbeating) or
+// the chunk fails retryably, the workflow sends the chunk to the base
+// model's queue with the usual retries, and any holder resumes from the
+// stored state.
+func stickyTrainOptions(o Options, queue string, remaining time.Duration) workflow.ActivityOptions {
+	ao := trainOptions(o, queue, remaining)
+	ao.ScheduleToStartTimeout = o.HeartbeatTimeout
+	ao.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+	return ao
+}

@@ -24,9 +24,16 @@ var (
 	SearchModelID   = temporal.NewSearchAttributeKeyKeyword("TrainyardModelID")
 	SearchBaseModel = temporal.NewSearchAttributeKeyKeyword("TrainyardBaseModel")
 	SearchJobKind   = temporal.NewSearchAttributeKeyKeyword("TrainyardJobKind")
-	// SearchJobStatus follows the job's status (QUEUED, RUNNING, then its
-	// outcome); the workflow upserts it on every change.
+	// SearchJobStatus follows the job's status (QUEUED, RUNNING, PAUSED
+	// while paused, then its outcome); the workflow upserts it on every
+	// change.
 	SearchJobStatus = temporal.NewSearchAttributeKeyKeyword("TrainyardJobStatus")
+	// SearchSummary holds the workflow's summary ("RL job of
+	// local/demo/agent-001 on trainyard/tiny-chat"). The Web UI shows a
+	// workflow's summary on its own page only; as a search attribute it can
+	// be a column of the workflow list. Text, not keyword: SQL visibility
+	// stores keywords in 255 characters, and names can be longer.
+	SearchSummary = temporal.NewSearchAttributeKeyString("TrainyardSummary")
 )
 
 // SearchAttributeTypes are the custom search attributes a namespace needs
@@ -38,6 +45,7 @@ func SearchAttributeTypes() map[string]enumspb.IndexedValueType {
 		SearchBaseModel, SearchJobKind, SearchJobStatus} {
 		out[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
+	out[SearchSummary.GetName()] = enumspb.INDEXED_VALUE_TYPE_TEXT
 	return out
 }
 
@@ -47,7 +55,7 @@ func startAttributes(job *trainyard.Job, model *trainyard.Model) temporal.Search
 		SearchEntity.ValueSet(model.Entity), SearchProject.ValueSet(model.Project),
 		SearchModelName.ValueSet(model.Name), SearchModelID.ValueSet(model.ID),
 		SearchBaseModel.ValueSet(model.BaseModel), SearchJobKind.ValueSet(string(job.Kind)),
-		SearchJobStatus.ValueSet(string(trainyard.JobQueued)))
+		SearchJobStatus.ValueSet(string(trainyard.JobQueued)), SearchSummary.ValueSet(summary(job, model)))
 }
 
 // summary is a job workflow's one-line description in the Temporal UI.

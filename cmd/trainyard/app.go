@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/api"
+	"github.com/trainyard/trainyard/dashboard"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/catalog"
+	"github.com/trainyard/trainyard/inference"
 	"github.com/trainyard/trainyard/internal/config"
 	"github.com/trainyard/trainyard/jobspec"
+	"github.com/trainyard/trainyard/retention"
 	"github.com/trainyard/trainyard/serving"
 	"github.com/trainyard/trainyard/worker"
 	"github.com/trainyard/trainyard/workflows"
@@ -27,47 +32,85 @@ type app struct {
 	cfg   config.Config
 	inf   *infra
 	log   *zap.Logger
-	bases *worker.Bases // shared by serving and training, so a base model is loaded once
+	bases *catalog.Catalog // shared by serving and training, so a base model is loaded once
 	jobs  *workflows.Client
 }
 
 func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
-	return &app{
-		cfg:   cfg,
-		inf:   inf,
-		log:   log,
-		bases: &worker.Bases{},
-		jobs: workflows.NewClient(inf.temporal, workflows.ClientOptions{
+	a := &app{cfg: cfg, inf: inf, log: log, bases: openCatalog(cfg, log)}
+	if inf.temporal != nil { // infer has no Temporal
+		a.jobs = workflows.NewClient(inf.temporal, workflows.ClientOptions{
 			TaskQueue: cfg.Temporal.TaskQueue,
-			Workflow:  workflows.Options{Deadline: cfg.JobDeadline},
+			Workflow:  workflows.Options{Deadline: cfg.JobDeadline, HeartbeatTimeout: cfg.HeartbeatTimeout},
 			Jobs:      inf.db,
 			Events:    inf.db,
 			Models:    inf.db,
-		}),
+			Blobs:     inf.blobs,
+		})
 	}
+	return a
 }
 
-// apiHandler builds the HTTP API with chat completions, training jobs and
-// the system-check probes.
-func (a *app) apiHandler() http.Handler {
-	baseModels := engine.BuiltinNames()
-	chat := serving.New(serving.Config{
+// openCatalog is the process's registry of base models: the built-in ones,
+// TRAINYARD_BASE_MODELS' directories and the snapshots under the models
+// directory. A snapshot the engine cannot load is left out with one log
+// line naming its file and field; the process starts without it.
+func openCatalog(cfg config.Config, log *zap.Logger) *catalog.Catalog {
+	c := catalog.New(cfg.BaseModelDirs)
+	root := cfg.ModelsDirPath()
+	skipped, err := c.Scan(root)
+	for _, s := range skipped {
+		log.Warn("model snapshot skipped", zap.String("base_model", s.Name), zap.String("reason", s.Err.Error()))
+	}
+	if err != nil {
+		log.Warn("models directory not read", zap.String("dir", root), zap.Error(err))
+	}
+	return c
+}
+
+// servedBaseModels are the base models this process serves chat for:
+// TRAINYARD_BASE_MODELS, or every one it knows.
+func (a *app) servedBaseModels() []string {
+	if len(a.cfg.BaseModels) > 0 {
+		return a.cfg.BaseModels
+	}
+	return a.knownBaseModels()
+}
+
+// knownBaseModels are the configured base models, then the snapshots of the
+// models directory and the built-in ones not among them: what models may be
+// created on, and which names chat requests treat as base models (the first
+// answers requests naming none).
+func (a *app) knownBaseModels() []string {
+	names := slices.Clone(a.cfg.BaseModels)
+	for _, n := range a.bases.Names() {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// chatService samples chat completions in this process, on the base models
+// the worker shares (one copy of each in memory).
+func (a *app) chatService() *serving.Service {
+	return serving.New(serving.Config{
 		Concurrency:           a.cfg.Chat.Concurrency,
 		PerAccountConcurrency: a.cfg.Chat.PerAccountConcurrency,
 		AdapterCacheBytes:     a.cfg.Chat.AdapterCacheBytes,
-		BaseModels:            baseModels,
+		BaseModels:            a.servedBaseModels(),
 		OpenBase: func(name string) (*engine.Base, error) {
 			return a.bases.Base(context.Background(), name)
 		},
 	}, a.inf.db, a.inf.blobs, a.log.Named("serving"))
-	srv := api.New(api.Config{
-		MaxBodyBytes:      a.cfg.MaxBodyBytes,
-		BodyTimeout:       a.cfg.HTTP.BodyTimeout,
-		WriteTimeout:      a.cfg.HTTP.WriteTimeout,
-		MaxRequestsPerKey: a.cfg.HTTP.MaxRequestsPerKey,
-		BaseModels:        baseModels,
-		Jobs:              api.JobsConfig{Data: a.dataPolicy()},
-	}, api.Deps{
+}
+
+// apiHandler builds the HTTP API with training jobs, the system-check
+// probes and chat completions: sampled here (serve, and api with
+// TRAINYARD_INFERENCE=local) or forwarded to `trainyard infer` processes
+// (remote), whose registry the router reads until ctx is done.
+func (a *app) apiHandler(ctx context.Context) http.Handler {
+	deps := api.Deps{
 		Accounts:  a.inf.db,
 		Models:    a.inf.db,
 		Logs:      a.inf.db,
@@ -77,11 +120,58 @@ func (a *app) apiHandler() http.Handler {
 		Files:     a.inf.blobs,
 		Checks:    healthChecks(a.inf, a.cfg.Temporal.TaskQueue),
 		Logger:    a.log.Named("api"),
-		Chat:      chat,
 		Workflows: a.jobs,
 		Bases:     a.bases,
-	})
-	return srv.Handler()
+		Dashboard: dashboard.Handler(),
+		Retention: &retention.Pruner{Models: a.inf.db, Blobs: a.inf.blobs, ServedWindow: a.cfg.ServedWindow},
+	}
+	if a.cfg.Inference.Mode == config.InferenceRemote {
+		router := inference.NewRouter(a.inf.db, a.inf.db, inference.RouterConfig{
+			BaseModels:   a.knownBaseModels(),
+			WriteTimeout: a.httpWriteTimeout(),
+		}, a.log.Named("router"))
+		go router.Run(ctx)
+		deps.ChatRouter = router
+		deps.Checks = append(deps.Checks, api.HealthCheck{Name: "inference", Check: router.Check})
+	} else {
+		deps.Chat = a.chatService()
+	}
+	return api.New(a.apiConfig(a.knownBaseModels()), deps).Handler()
+}
+
+// inferHandler is the API of `trainyard infer`: probes, /metrics and chat
+// completions, authenticated and limited as the main API does.
+func (a *app) inferHandler(chat *serving.Service) http.Handler {
+	cfg := a.apiConfig(chat.BaseModels())
+	cfg.InferenceOnly = true
+	return api.New(cfg, api.Deps{
+		Accounts: a.inf.db,
+		Models:   a.inf.db,
+		Blobs:    a.inf.blobs,
+		Checks:   []api.HealthCheck{{Name: "database", Check: a.inf.db.Ping}, {Name: "storage", Check: a.inf.blobs.Ping}},
+		Logger:   a.log.Named("api"),
+		Chat:     chat,
+	}).Handler()
+}
+
+func (a *app) apiConfig(baseModels []string) api.Config {
+	return api.Config{
+		MaxBodyBytes:      a.cfg.MaxBodyBytes,
+		BodyTimeout:       a.cfg.HTTP.BodyTimeout,
+		WriteTimeout:      a.cfg.HTTP.WriteTimeout,
+		MaxRequestsPerKey: a.cfg.HTTP.MaxRequestsPerKey,
+		BaseModels:        baseModels,
+		Jobs:              api.JobsConfig{Data: a.dataPolicy()},
+		Dashboard:         api.DashboardConfig{TemporalUIURL: a.cfg.Temporal.UIURL, TemporalNamespace: a.cfg.Temporal.Namespace},
+	}
+}
+
+// httpWriteTimeout is the API's bound on each write to a client.
+func (a *app) httpWriteTimeout() time.Duration {
+	if a.cfg.HTTP.WriteTimeout > 0 {
+		return a.cfg.HTTP.WriteTimeout
+	}
+	return api.DefaultWriteTimeout
 }
 
 // newWorker builds the Temporal worker (job workflows and training
@@ -96,12 +186,15 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		Queue:     a.inf.db,
 		Workflows: a.jobs,
 		Bases:     a.bases,
+		Workers:   a.inf.db,
 		Files:     a.inf.blobs,
 		HTTP: activities.NewFetchClient(activities.AddressPolicy{
 			AllowLocal: a.cfg.FetchAllowLocal != nil && *a.cfg.FetchAllowLocal}),
 		Logger: a.log.Named("activities"),
 	}, activities.Config{Data: a.dataPolicy(), DownloadTimeout: a.cfg.Worker.DownloadTimeout,
-		FetchPerAccount: a.cfg.Worker.FetchConcurrency / 2}) // 0: the activities' default
+		FetchPerAccount: a.cfg.Worker.FetchConcurrency / 2, // 0: the activities' default
+		ServedWindow:    a.cfg.ServedWindow, MemoryLimit: a.cfg.Worker.MemoryLimit,
+		ChunkDuration: a.cfg.Worker.ChunkDuration, TrainingSlots: a.cfg.Worker.TrainingConcurrency})
 	if err != nil {
 		return nil, nil, fmt.Errorf("activities: %w", err)
 	}
@@ -109,6 +202,10 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		TaskQueue:           a.cfg.Temporal.TaskQueue,
 		TrainingConcurrency: a.cfg.Worker.TrainingConcurrency,
 		FetchConcurrency:    a.cfg.Worker.FetchConcurrency,
+		// The base models it trains on are those it would serve:
+		// TRAINYARD_BASE_MODELS, or every one it knows.
+		BaseModels: a.servedBaseModels(),
+		Registry:   a.inf.db,
 	}, a.log.Named("worker"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker: %w", err)
@@ -151,6 +248,12 @@ func (h *httpServer) close() { _ = h.ln.Close() }
 // run serves h until ctx is done, then lets in-flight requests finish for
 // up to shutdownTimeout.
 func (h *httpServer) run(ctx context.Context, handler http.Handler) error {
+	return h.runDraining(ctx, handler, nil)
+}
+
+// runDraining is run that calls drain (when not nil) once ctx is done and
+// before the listener closes, so others can stop sending first.
+func (h *httpServer) runDraining(ctx context.Context, handler http.Handler, drain func()) error {
 	h.srv.Handler = handler
 	errc := make(chan error, 1)
 	go func() { errc <- h.srv.Serve(h.ln) }()
@@ -158,6 +261,9 @@ func (h *httpServer) run(ctx context.Context, handler http.Handler) error {
 	case err := <-errc:
 		return fmt.Errorf("API server: %w", err)
 	case <-ctx.Done():
+	}
+	if drain != nil {
+		drain()
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

@@ -31,16 +31,26 @@ type infra struct {
 // S3-compatible store at cfg.S3.Endpoint and Temporal at
 // cfg.Temporal.Address. On an error nothing stays open.
 func connectInfra(ctx context.Context, cfg config.Config, log *zap.Logger) (*infra, error) {
+	inf, err := connectStorage(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if inf.temporal, err = dialTemporal(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log); err != nil {
+		inf.close()
+		return nil, err
+	}
+	return inf, nil
+}
+
+// connectStorage opens PostgreSQL (migrated) and the S3-compatible store,
+// without Temporal (`trainyard infer`). On an error nothing stays open.
+func connectStorage(ctx context.Context, cfg config.Config) (*infra, error) {
 	inf := &infra{}
 	var err error
 	if inf.db, err = openDatabase(ctx, cfg.DatabaseURL, cfg.DBTimeout); err != nil {
 		return nil, err
 	}
 	if inf.blobs, err = openBlobs(ctx, cfg.S3); err != nil {
-		inf.close()
-		return nil, err
-	}
-	if inf.temporal, err = dialTemporal(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log); err != nil {
 		inf.close()
 		return nil, err
 	}

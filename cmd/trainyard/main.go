@@ -3,9 +3,11 @@
 //	trainyard serve          everything in one process on embedded infrastructure (make run)
 //	trainyard api            the HTTP API against external Temporal, PostgreSQL and S3
 //	trainyard worker         the Temporal worker against the same
+//	trainyard infer          chat completions for the base models it holds, routed to by api
 //	trainyard migrate        apply the database migrations
 //	trainyard keys create    create an account (if needed) and print a new API key
 //	trainyard temporal       a Temporal server of its own, on PostgreSQL
+//	trainyard models list    the base models, with size, dtype, context and memory
 //	trainyard pretrain       pretrain the built-in base model
 //
 // Configuration comes from environment variables (see internal/config and
@@ -36,8 +38,10 @@ func commands() []command {
 		{"serve", "run API, worker, Temporal, its Web UI and S3 in one process (development)", runServe},
 		{"api", "run the HTTP API (production: external Temporal, PostgreSQL and S3)", runAPI},
 		{"worker", "run the Temporal worker (production)", runWorker},
+		{"infer", "serve chat completions for the API (production: PostgreSQL and S3)", runInfer},
 		{"migrate", "apply the database migrations", runMigrate},
 		{"keys", "manage API keys: keys create --entity NAME", runKeys},
+		{"models", "list the base models (snapshots of TRAINYARD_MODELS_DIR and built-in): models list", runModels},
 		{"pretrain", "pretrain the built-in base model (engine/pretrain)", runPretrain},
 		{"temporal", "run a Temporal server on PostgreSQL (single host; trainyard's topology test)", runTemporal},
 	}

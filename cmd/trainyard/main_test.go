@@ -26,6 +26,7 @@ func TestRunRejectsBadCommandLines(t *testing.T) {
 		{[]string{"api"}, 1, "TEMPORAL_ADDRESS is required"},
 		{[]string{"worker", "--http-addr", "nowhere"}, 1, "TRAINYARD_HTTP_ADDR"},
 		{[]string{"migrate"}, 1, "DATABASE_URL is required"},
+		{[]string{"infer"}, 1, "DATABASE_URL is required"},
 	}
 	for _, tc := range cases {
 		err := run(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{})

@@ -34,7 +34,7 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	defer inf.close()
 	log.Info("API listening", zap.String("url", hs.URL()), zap.String("temporal", cfg.Temporal.Address),
 		zap.String("task_queue", cfg.Temporal.TaskQueue))
-	return hs.run(ctx, newApp(cfg, inf, log).apiHandler())
+	return hs.run(ctx, newApp(cfg, inf, log).apiHandler(ctx))
 }
 
 // runWorker is `trainyard worker`: the Temporal worker and the job
@@ -50,7 +50,8 @@ func runWorker(ctx context.Context, args []string, _ io.Writer) error {
 		return err
 	}
 	defer inf.close()
-	w, rec, err := newApp(cfg, inf, log).newWorker()
+	app := newApp(cfg, inf, log)
+	w, rec, err := app.newWorker()
 	if err != nil {
 		return err
 	}
@@ -62,7 +63,8 @@ func runWorker(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	go rec.Run(ctx)
 	serveMetrics(ctx, cfg.MetricsAddr, log)
-	log.Info("worker polling", zap.String("temporal", cfg.Temporal.Address), zap.String("task_queue", cfg.Temporal.TaskQueue))
+	log.Info("worker polling", zap.String("temporal", cfg.Temporal.Address), zap.String("task_queue", cfg.Temporal.TaskQueue),
+		zap.String("worker_id", w.ID()), zap.Strings("base_models", app.servedBaseModels()))
 	return w.Run(ctx)
 }
 

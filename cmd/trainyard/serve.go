@@ -64,6 +64,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer closeLogged(log, "embedded Temporal", stack.Close)
 		cfg.Temporal.Address, uiURL = stack.FrontendAddr(), stack.UIURL()
+		if cfg.Temporal.UIURL == "" {
+			cfg.Temporal.UIURL = uiURL // the dashboard links jobs to it
+		}
 	}
 	if cfg.S3.Endpoint == "" {
 		if cfg.S3.AccessKeyID == "" {
@@ -116,7 +119,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		API: hs.URL(), Key: key, TemporalUI: uiURL, Temporal: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace,
 		S3: cfg.S3.Endpoint, Bucket: cfg.S3.Bucket, DataDir: cfg.DataDir, Took: time.Since(started),
 	})
-	err = hs.run(ctx, a.apiHandler())
+	err = hs.run(ctx, a.apiHandler(ctx))
 	log.Info("shutting down")
 	return err
 }
@@ -141,6 +144,7 @@ func printBanner(w io.Writer, b banner) {
 		ui = "(not embedded)"
 	}
 	printf(w, "\ntrainyard is up (%.1fs)\n\n", b.Took.Seconds())
+	printf(w, "  Dashboard    %s/  (sign in with the API key)\n", b.API)
 	printf(w, "  API          %s\n", b.API)
 	printf(w, "  API key      %s\n", b.Key.Key)
 	printf(w, "               entity %q, %s\n", b.Key.Entity, b.Key.Source)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -131,7 +133,8 @@ func call(t testing.TB, method, url, key, body string) (int, map[string]any) {
 // still has the first run's model.
 func TestServe(t *testing.T) {
 	t.Setenv("DATABASE_URL", pgtest.URL(t))
-	t.Setenv("TRAINYARD_DATA_DIR", t.TempDir())
+	checkout := t.TempDir() // stands for the repository, with serve's data in .data as make run has it
+	t.Setenv("TRAINYARD_DATA_DIR", filepath.Join(checkout, ".data"))
 	t.Setenv("TRAINYARD_HTTP_ADDR", "127.0.0.1:0") // each run prints the address it listens on
 	t.Setenv("TRAINYARD_TEMPORAL_FRONTEND_ADDR", "127.0.0.1:0")
 	t.Setenv("TRAINYARD_TEMPORAL_UI_ADDR", "127.0.0.1:0")
@@ -171,6 +174,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("create model = %d %v", code, model)
 	}
 	readmeKeysCommand(t, s)
+	readmeCurlSession(t, s, checkout)
 	resp, err := http.Get(s.ui + "/")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("Temporal UI: %v %v", resp, err)
@@ -244,5 +248,37 @@ func readmeKeysCommand(t *testing.T, s served) {
 	code, model := call(t, "POST", s.api+"/v1/preview/models", key, `{"project":"p","name":"from-readme","base_model":"trainyard/tiny-chat"}`)
 	if code != 200 || model["entity"] != "my-team" {
 		t.Fatalf("the README's key: create model = %d %v", code, model)
+	}
+}
+
+// readmeCurlSession runs the README's "first session with curl", word for
+// word, with bash in the checkout (whose .data holds serve's key), pointed at
+// the server by TRAINYARD_BASE_URL: it creates a model, logs a group,
+// trains one RL step, reads the job, its events and checkpoints and deletes
+// the model.
+func readmeCurlSession(t *testing.T, s served, checkout string) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)### A first session with curl\n.*?```bash\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no bash block under \"A first session with curl\"")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", string(m[1]))
+	cmd.Dir = checkout
+	cmd.Env = append(os.Environ(), "TRAINYARD_BASE_URL="+s.api+"/v1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's curl session: %v\n%s", err, out)
+	}
+	for _, want := range []string{`"api":true`, `"name":"agent-001"`, `"val/reward":0.5`, `"status":"COMPLETED"`,
+		`"type":"training_ended"`, `"step":1`, `"deleted_checkpoints":1`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the README's curl session printed no %s:\n%s", want, out)
+		}
 	}
 }

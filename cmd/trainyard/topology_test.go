@@ -23,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 	"github.com/trainyard/trainyard/internal/testutil/pgtest"
 	"github.com/trainyard/trainyard/internal/testutil/s3test"
 	"github.com/trainyard/trainyard/storage/postgres"
@@ -40,7 +41,7 @@ type process struct {
 
 // startProcess runs `trainyard <command>` with exactly env (plus PATH and
 // HOME): what the process knows comes from these variables alone.
-func startProcess(t *testing.T, name, command string, env map[string]string) *process {
+func startProcess(t testing.TB, name, command string, env map[string]string) *process {
 	t.Helper()
 	p := &process{name: name, out: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0])
@@ -65,7 +66,7 @@ func startProcess(t *testing.T, name, command string, env map[string]string) *pr
 }
 
 // await waits for re in the process's output and returns its first group.
-func (p *process) await(t *testing.T, re *regexp.Regexp) string {
+func (p *process) await(t testing.TB, re *regexp.Regexp) string {
 	t.Helper()
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if m := re.FindStringSubmatch(p.out.String()); m != nil {
@@ -116,12 +117,17 @@ func composeEnv(t *testing.T, service string) []string {
 // TestProductionTopology runs trainyard as docker-compose.yml lays it out,
 // every part an OS process of its own configured only by environment
 // variables: a Temporal server on PostgreSQL persistence, an S3 server,
-// `trainyard api` and two `trainyard worker`s. It trains four jobs on three
-// models, SIGKILLs the worker running a Train step, and checks that the
+// `trainyard api`, `trainyard worker`s and two `trainyard infer`s holding
+// different base models. It trains four jobs on three
+// models; SIGTERMs the only worker in the middle of a Train step and checks
+// that the job's state was stored at its last recorded step; then, with two
+// workers, SIGKILLs the one running a Train step and checks that the
 // other worker finishes it, that no job's events have a gap or a duplicate,
 // and that the two jobs of one model never trained at once. The variables
-// given to api and worker are exactly those docker-compose.yml sets for
-// them, so the two cannot drift apart.
+// given to api, worker and infer are exactly those docker-compose.yml sets
+// for them (TRAINYARD_BASE_MODELS aside, which differs per infer process),
+// so the two cannot drift apart. Meanwhile its "inference" subtest
+// (checkInference) chats through the API.
 func TestProductionTopology(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts five processes")
@@ -152,6 +158,9 @@ func TestProductionTopology(t *testing.T) {
 		"TRAINYARD_CHAT_CONCURRENCY": "4", "TRAINYARD_MAX_REQUESTS_PER_KEY": "128", "TRAINYARD_HTTP_BODY_TIMEOUT": "1m",
 		"TRAINYARD_HTTP_WRITE_TIMEOUT": "1m", "TRAINYARD_S3_READ_BUCKETS": "", "TRAINYARD_TRAINING_CONCURRENCY": "1",
 		"TRAINYARD_FETCH_CONCURRENCY": "4", "TRAINYARD_DOWNLOAD_TIMEOUT": "5m", "TRAINYARD_METRICS_ADDR": "127.0.0.1:0",
+		"TRAINYARD_INFERENCE": "remote", "TRAINYARD_BASE_MODELS": "", "TRAINYARD_ADAPTER_CACHE_BYTES": "268435456",
+		"TRAINYARD_INFER_HEARTBEAT": "500ms", // a lease of 1.5 s: the hung-process checks stay short
+		"TRAINYARD_TEMPORAL_UI_URL": "http://localhost:8233",
 	}
 	envOf := func(service string) map[string]string {
 		env := map[string]string{}
@@ -166,12 +175,18 @@ func TestProductionTopology(t *testing.T) {
 	}
 	api := startProcess(t, "api", "api", envOf("api"))
 	base := api.await(t, regexp.MustCompile(`"msg":"API listening","url":"([^"]+)"`))
-	workers := []*process{startProcess(t, "worker 1", "worker", envOf("worker")), startProcess(t, "worker 2", "worker", envOf("worker"))}
-	var metricsURLs []string
-	for _, w := range workers {
-		metricsURLs = append(metricsURLs, w.await(t, regexp.MustCompile(`"msg":"metrics listening","url":"([^"]+)"`)))
+	metricsURLs := map[*process]string{}
+	startWorker := func(name string) *process {
+		w := startProcess(t, name, "worker", envOf("worker"))
+		metricsURLs[w] = w.await(t, regexp.MustCompile(`"msg":"metrics listening","url":"([^"]+)"`))
 		w.await(t, regexp.MustCompile(`"msg":"(worker polling)"`))
+		return w
 	}
+	// One worker at first, so that what it stored when it stops is all
+	// there is to see.
+	lone := startWorker("worker 1")
+	inferA := startInfer(t, "infer A", envOf("infer"), "trainyard/tiny-chat")
+	inferB := startInfer(t, "infer B", envOf("infer"), testLlama+"="+enginetest.WriteLlamaDir(t, enginetest.SmallLlama, 7))
 
 	db, err := postgres.Open(ctx, dbURL)
 	if err != nil {
@@ -186,6 +201,16 @@ func TestProductionTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Chat runs on the infer processes while the workers train.
+	inference := make(chan struct{})
+	defer func() { <-inference }()
+	go func() {
+		defer close(inference)
+		t.Run("inference", func(t *testing.T) {
+			checkInference(t, inferenceCase{api: base, key: key, db: db, acct: acct, a: inferA, b: inferB})
+		})
+	}()
+
 	var data strings.Builder
 	for i := range 20 {
 		fmt.Fprintf(&data, `{"messages":[{"role":"user","content":"%d+%d"},{"role":"assistant","content":"%d"}]}`+"\n", i, i, 2*i)
@@ -212,13 +237,39 @@ func TestProductionTopology(t *testing.T) {
 		models = append(models, m["id"].(string))
 	}
 	jobs = append(jobs, submit(models[0], 30), submit(models[0], 5), submit(models[1], 10), submit(models[2], 10))
-
-	// Kill the worker running the first job's Train step, mid-step.
 	tc, err := client.Dial(client.Options{HostPort: frontend, Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tc.Close()
+
+	// SIGTERM to the worker in the middle of a Train step: it finishes the
+	// step, stores the job's state at exactly its last recorded step and
+	// exits, so the next worker recomputes nothing.
+	trainingWorker(t, tc, base, key, jobs[0], []*process{lone})
+	if err := syscall.Kill(lone.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lone.done:
+	case <-time.After(time.Minute):
+		t.Fatal("worker 1 still runs a minute after SIGTERM")
+	}
+	if code := lone.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("worker 1 exited with %d after SIGTERM", code)
+	}
+	stored, err := db.GetJob(ctx, jobs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps := len(allEvents(t, db, jobs[0])) - 1; stored.SavedStep != steps || steps < 3 {
+		t.Fatalf("after SIGTERM to its worker, the job's state is stored at step %d with %d steps recorded", stored.SavedStep, steps)
+	}
+	t.Logf("SIGTERM to the worker: the job's state was stored at step %d, its last recorded step", stored.SavedStep)
+
+	// Two workers from now on. Kill the one running the first job's Train
+	// step, mid-step.
+	workers := []*process{startWorker("worker 2"), startWorker("worker 3")}
 	victim, atStep := trainingWorker(t, tc, base, key, jobs[0], workers)
 	killed := time.Now()
 	if err := syscall.Kill(-victim.cmd.Process.Pid, syscall.SIGKILL); err != nil {
@@ -258,10 +309,11 @@ func TestProductionTopology(t *testing.T) {
 	}
 	// The surviving worker's metrics show its training and the SDK's own.
 	var scraped strings.Builder
-	for i, u := range metricsURLs {
-		if workers[i] == victim {
+	for _, w := range workers {
+		if w == victim {
 			continue
 		}
+		u := metricsURLs[w]
 		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatal(err)

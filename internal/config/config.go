@@ -30,6 +30,16 @@ type Config struct {
 	// (TRAINYARD_JOB_DEADLINE); 0 is the workflows' default (24 h). Until it
 	// passes, outages of the platform's own dependencies only delay jobs.
 	JobDeadline time.Duration
+	// HeartbeatTimeout is how long a job's Prepare or Train may go without
+	// a heartbeat before Temporal gives it to another worker
+	// (TRAINYARD_HEARTBEAT_TIMEOUT, read where jobs are started: api,
+	// serve, worker); 0 is the workflows' default (15 s). It bounds how long
+	// a killed worker's job waits before another holder takes it over.
+	HeartbeatTimeout time.Duration
+	// ServedWindow is how long retention treats a checkpoint as being
+	// served after a chat completion last used it
+	// (TRAINYARD_RETENTION_SERVED_WINDOW); 0 is retention's default (10 min).
+	ServedWindow time.Duration
 	// DBTimeout bounds each database statement or transaction
 	// (TRAINYARD_DB_TIMEOUT); 0 is the storage default (5 s). An API request
 	// that meets a database which stopped answering gets 503 after it.
@@ -55,11 +65,26 @@ type Config struct {
 	// the mode's default: allowed in `serve`, refused in `api`/`worker`.
 	FetchAllowLocal *bool
 
-	HTTP     HTTP
-	Temporal Temporal
-	S3       S3
-	Chat     Chat
-	Worker   Worker
+	// BaseModels are the base models this process serves chat
+	// completions for (TRAINYARD_BASE_MODELS: `infer`, and `api` or `serve`
+	// with local inference), in order: the first answers requests that name
+	// no model. Empty means every base model the process knows.
+	BaseModels []string
+	// BaseModelDirs are the base models given as name=dir in
+	// TRAINYARD_BASE_MODELS: Hugging Face-style directories (config.json +
+	// safetensors) any command can open under that name.
+	BaseModelDirs map[string]string
+	// ModelsDir holds Hugging Face snapshots, each a base model named by its
+	// path under the directory, e.g. Qwen/Qwen3-0.6B (TRAINYARD_MODELS_DIR);
+	// empty means models/ under DataDir (see ModelsDirPath).
+	ModelsDir string
+
+	HTTP      HTTP
+	Temporal  Temporal
+	S3        S3
+	Chat      Chat
+	Worker    Worker
+	Inference Inference
 }
 
 // HTTP bounds what one client can hold of the API server.
@@ -91,6 +116,11 @@ type Temporal struct {
 	// UIAddr is the embedded Web UI's address (TRAINYARD_TEMPORAL_UI_ADDR);
 	// "off" disables the UI.
 	UIAddr string
+	// UIURL is the Temporal Web UI's base URL as a browser reaches it
+	// (TRAINYARD_TEMPORAL_UI_URL), for the dashboard's links to job
+	// workflows; `serve` defaults it to the embedded UI's address, other
+	// commands to none.
+	UIURL string
 }
 
 // S3 configures object storage.
@@ -146,6 +176,15 @@ type Worker struct {
 	// however steadily it trickles (TRAINYARD_DOWNLOAD_TIMEOUT); 0 is the
 	// activities' default.
 	DownloadTimeout time.Duration
+	// MemoryLimit is the memory a training job may count on, in bytes
+	// (TRAINYARD_MEMORY_LIMIT, e.g. 8GiB; default: the cgroup's memory
+	// limit when there is one, else none; 0 = none). A job whose step cannot
+	// fit fails at its start instead of being killed for running out.
+	MemoryLimit int64
+	// ChunkDuration is about how long one Train activity runs before it
+	// reports back to its workflow (TRAINYARD_TRAIN_CHUNK); 0 is the
+	// activities' default (20 s).
+	ChunkDuration time.Duration
 }
 
 // MetricsOff is the TRAINYARD_METRICS_ADDR value that turns a worker's
@@ -171,6 +210,8 @@ const (
 	// ModeTemporal is `temporal`: a Temporal server of its own, which
 	// needs none of trainyard's infrastructure.
 	ModeTemporal
+	// ModeInference is `infer`: PostgreSQL and S3, no Temporal.
+	ModeInference
 )
 
 // Load reads the configuration from getenv (os.Getenv in main). Malformed
@@ -178,24 +219,27 @@ const (
 func Load(getenv func(string) string) (Config, error) {
 	e := env{get: getenv}
 	c := Config{
-		HTTPAddr:        e.str(EnvHTTPAddr, "127.0.0.1:8080"),
-		DatabaseURL:     e.str(EnvDatabaseURL, ""),
-		DataDir:         e.str(EnvDataDir, ".data"),
-		DevAPIKey:       e.str(EnvDevAPIKey, ""),
-		DefaultEntity:   e.str(EnvDefaultEntity, "local"),
-		MaxBodyBytes:    e.int64(EnvMaxBodyBytes, 0),
-		LogLevel:        e.level(EnvLogLevel, zapcore.InfoLevel),
-		AllowFileURLs:   e.bool(EnvAllowFileURLs, false),
-		FetchAllowLocal: e.optBool(EnvFetchAllowLocal),
-		DBTimeout:       e.duration(EnvDBTimeout, 0),
-		JobDeadline:     e.duration(EnvJobDeadline, 0),
-		MetricsAddr:     e.str(EnvMetricsAddr, "127.0.0.1:9090"),
+		HTTPAddr:         e.str(EnvHTTPAddr, "127.0.0.1:8080"),
+		DatabaseURL:      e.str(EnvDatabaseURL, ""),
+		DataDir:          e.str(EnvDataDir, ".data"),
+		DevAPIKey:        e.str(EnvDevAPIKey, ""),
+		DefaultEntity:    e.str(EnvDefaultEntity, "local"),
+		MaxBodyBytes:     e.int64(EnvMaxBodyBytes, 0),
+		LogLevel:         e.level(EnvLogLevel, zapcore.InfoLevel),
+		AllowFileURLs:    e.bool(EnvAllowFileURLs, false),
+		FetchAllowLocal:  e.optBool(EnvFetchAllowLocal),
+		DBTimeout:        e.duration(EnvDBTimeout, 0),
+		JobDeadline:      e.duration(EnvJobDeadline, 0),
+		HeartbeatTimeout: e.duration(EnvHeartbeatTimeout, 0),
+		ServedWindow:     e.duration(EnvServedWindow, 0),
+		MetricsAddr:      e.str(EnvMetricsAddr, "127.0.0.1:9090"),
 		Temporal: Temporal{
 			Address:      e.str(EnvTemporalAddress, ""),
 			Namespace:    e.str(EnvTemporalNamespace, "default"),
 			TaskQueue:    e.str(EnvTaskQueue, "trainyard-training"),
 			FrontendAddr: e.str(EnvTemporalFrontendAddr, "127.0.0.1:7233"),
 			UIAddr:       e.str(EnvTemporalUIAddr, "127.0.0.1:8233"),
+			UIURL:        e.str(EnvTemporalUIURL, ""),
 		},
 		S3: S3{
 			Endpoint:        e.str(EnvS3Endpoint, e.str(EnvTrainyardS3Endpoint, "")),
@@ -220,13 +264,34 @@ func Load(getenv func(string) string) (Config, error) {
 			TrainingConcurrency: int(e.int64(EnvTrainingConcurrency, 0)),
 			FetchConcurrency:    int(e.int64(EnvFetchConcurrency, 0)),
 			DownloadTimeout:     e.duration(EnvDownloadTimeout, 0),
+			MemoryLimit:         e.memoryLimit(EnvMemoryLimit),
+			ChunkDuration:       e.duration(EnvTrainChunk, 0),
 		},
 	}
+	c.Inference = Inference{
+		Mode:          e.str(EnvInference, InferenceLocal),
+		Heartbeat:     e.duration(EnvInferHeartbeat, 0),
+		AdvertiseAddr: e.str(EnvInferAdvertiseAddr, ""),
+	}
+	c.BaseModels, c.BaseModelDirs = e.baseModels(EnvBaseModels)
+	c.ModelsDir = e.str(EnvModelsDir, "")
 	c.S3.UsePathStyle = e.bool(EnvS3UsePathStyle, true)
 	if err := errors.Join(e.errs...); err != nil {
 		return c, err
 	}
 	return c, c.resolveDataDir()
+}
+
+// ModelsDirPath is the directory of model snapshots: ModelsDir, or models/
+// under the data directory.
+func (c *Config) ModelsDirPath() string {
+	if c.ModelsDir != "" {
+		if abs, err := filepath.Abs(c.ModelsDir); err == nil {
+			return abs
+		}
+		return c.ModelsDir
+	}
+	return filepath.Join(c.DataDir, "models")
 }
 
 func (c *Config) resolveDataDir() error {
@@ -283,12 +348,28 @@ func (c *Config) Validate(mode Mode) error {
 		if c.S3.Bucket == "" {
 			add("%s must not be empty", EnvS3Bucket)
 		}
+		if c.Temporal.UIURL != "" {
+			if err := checkWebURL(c.Temporal.UIURL); err != nil {
+				add("%s=%q: %w", EnvTemporalUIURL, c.Temporal.UIURL, err)
+			}
+		}
 		if (c.S3.AccessKeyID == "") != (c.S3.SecretAccessKey == "") {
 			add("%s and %s must be set together", EnvAWSAccessKeyID, EnvAWSSecretAccessKey)
 		}
 	}
+	if c.Inference.Mode != InferenceLocal && c.Inference.Mode != InferenceRemote {
+		add("%s=%q: want %s or %s", EnvInference, c.Inference.Mode, InferenceLocal, InferenceRemote)
+	}
+	if c.Inference.AdvertiseAddr != "" {
+		if err := checkHostPort(c.Inference.AdvertiseAddr); err != nil {
+			add("%s=%q: %w", EnvInferAdvertiseAddr, c.Inference.AdvertiseAddr, err)
+		}
+	}
 	switch mode {
 	case ModeEmbedded:
+		if c.Inference.Mode == InferenceRemote {
+			add("%s=%s: serve runs chat completions in its own process (remote is for `trainyard api`)", EnvInference, InferenceRemote)
+		}
 		if c.Temporal.Address == "" {
 			if err := checkHostPort(c.Temporal.FrontendAddr); err != nil {
 				add("%s=%q: %w", EnvTemporalFrontendAddr, c.Temporal.FrontendAddr, err)
@@ -314,6 +395,10 @@ func (c *Config) Validate(mode Mode) error {
 		if c.Temporal.Address == "" {
 			add("%s is required (host:port of the Temporal frontend)", EnvTemporalAddress)
 		}
+		if c.DatabaseURL == "" {
+			add("%s is required", EnvDatabaseURL)
+		}
+	case ModeInference:
 		if c.DatabaseURL == "" {
 			add("%s is required", EnvDatabaseURL)
 		}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +20,9 @@ const (
 	EnvDatabaseURL               = "DATABASE_URL"
 	EnvDBTimeout                 = "TRAINYARD_DB_TIMEOUT"
 	EnvJobDeadline               = "TRAINYARD_JOB_DEADLINE"
+	EnvHeartbeatTimeout          = "TRAINYARD_HEARTBEAT_TIMEOUT"
+	EnvTrainChunk                = "TRAINYARD_TRAIN_CHUNK"
+	EnvServedWindow              = "TRAINYARD_RETENTION_SERVED_WINDOW"
 	EnvMetricsAddr               = "TRAINYARD_METRICS_ADDR"
 	EnvDataDir                   = "TRAINYARD_DATA_DIR"
 	EnvDevAPIKey                 = "TRAINYARD_DEV_API_KEY"
@@ -30,6 +36,7 @@ const (
 	EnvTaskQueue                 = "TRAINYARD_TASK_QUEUE"
 	EnvTemporalFrontendAddr      = "TRAINYARD_TEMPORAL_FRONTEND_ADDR"
 	EnvTemporalUIAddr            = "TRAINYARD_TEMPORAL_UI_ADDR"
+	EnvTemporalUIURL             = "TRAINYARD_TEMPORAL_UI_URL"
 	EnvS3Endpoint                = "S3_ENDPOINT"
 	EnvTrainyardS3Endpoint       = "TRAINYARD_S3_ENDPOINT"
 	EnvS3Bucket                  = "S3_BUCKET"
@@ -48,6 +55,11 @@ const (
 	EnvHTTPBodyTimeout           = "TRAINYARD_HTTP_BODY_TIMEOUT"
 	EnvHTTPWriteTimeout          = "TRAINYARD_HTTP_WRITE_TIMEOUT"
 	EnvMaxRequestsPerKey         = "TRAINYARD_MAX_REQUESTS_PER_KEY"
+	EnvBaseModels                = "TRAINYARD_BASE_MODELS"
+	EnvModelsDir                 = "TRAINYARD_MODELS_DIR"
+	EnvInference                 = "TRAINYARD_INFERENCE"
+	EnvInferHeartbeat            = "TRAINYARD_INFER_HEARTBEAT"
+	EnvInferAdvertiseAddr        = "TRAINYARD_INFER_ADVERTISE_ADDR"
 )
 
 // env reads typed variables and collects every parse error, so one run
@@ -73,6 +85,38 @@ func (e *env) list(name string) []string {
 		}
 	}
 	return out
+}
+
+// baseModels reads a comma-separated list of base model names, each
+// optionally name=dir; the directories are made absolute.
+func (e *env) baseModels(name string) ([]string, map[string]string) {
+	var names []string
+	var dirs map[string]string
+	for _, item := range e.list(name) {
+		model, dir, hasDir := strings.Cut(item, "=")
+		model, dir = strings.TrimSpace(model), strings.TrimSpace(dir)
+		switch {
+		case model == "" || hasDir && dir == "":
+			e.errs = append(e.errs, fmt.Errorf("%s: %q: want NAME or NAME=DIRECTORY", name, item))
+			continue
+		case slices.Contains(names, model):
+			e.errs = append(e.errs, fmt.Errorf("%s: %q is listed twice", name, model))
+			continue
+		}
+		names = append(names, model)
+		if hasDir {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				e.errs = append(e.errs, fmt.Errorf("%s: %q: %w", name, item, err))
+				continue
+			}
+			if dirs == nil {
+				dirs = map[string]string{}
+			}
+			dirs[model] = abs
+		}
+	}
+	return names, dirs
 }
 
 func (e *env) int64(name string, def int64) int64 {
@@ -149,6 +193,16 @@ func checkHostPort(addr string) error {
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return errors.New("want a port between 0 and 65535")
+	}
+	return nil
+}
+
+// checkWebURL accepts an absolute http(s) URL, as a browser would follow
+// it from a link.
+func checkWebURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http:// or https:// URL, e.g. http://temporal-ui.example:8080")
 	}
 	return nil
 }

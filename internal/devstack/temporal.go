@@ -81,6 +81,12 @@ func startTemporal(ctx context.Context, cfg Config) (*temporalServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devstack: build temporal server: %w", err)
 	}
+	// Until the frontend reports healthy, the server's own services and
+	// waitReady's probes get "Frontend is not healthy yet", which the server
+	// logs as errors. What matters of that window is whether it ends, which
+	// waitReady reports with its last error; the logs resume after it.
+	steady := level.Level()
+	level.SetLevel(zap.FatalLevel)
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devstack: start temporal server: %w", err)
 	}
@@ -90,6 +96,7 @@ func startTemporal(ctx context.Context, cfg Config) (*temporalServer, error) {
 		_ = ts.close()
 		return nil, err
 	}
+	level.SetLevel(steady)
 	return ts, nil
 }
 

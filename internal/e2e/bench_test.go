@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +139,112 @@ func BenchmarkCancelLag(b *testing.B) {
 		lag += time.Since(start)
 	}
 	b.ReportMetric(float64(lag.Milliseconds())/float64(b.N), "cancel-ms/op")
+}
+
+// BenchmarkPauseResumeLag measures pausing and resuming a running SFT job
+// of tiny steps through the API: pause-ms/op from POST .../pause to the job
+// stored as PAUSED (what GET then answers: the step in progress ends, Train
+// sees the request within PauseCheckInterval, stores its state and returns,
+// the Pause activity records it); resume-ms/op from POST .../resume to the
+// next gradient_step stored; resume-answer-ms/op to the resume's answer
+// (RUNNING recorded).
+func BenchmarkPauseResumeLag(b *testing.B) {
+	s := newStack(b, stackOptions{})
+	s.startWorker()
+	id := s.longSFT(s.createModel("pause-lag"), 20, 100) // 2,000 steps
+	s.waitEvents(id, 3, time.Minute)
+	ctx := context.Background()
+	base := "/v1/preview/training-jobs/" + id
+	var pause, resume, answer time.Duration
+	for b.Loop() {
+		start := time.Now()
+		s.mustCall("POST", base+"/pause", nil)
+		for {
+			job, err := s.db.GetJob(ctx, id)
+			if err != nil || job.Status.Terminal() {
+				b.Fatalf("job %v: %v", job, err)
+			}
+			if job.Status == trainyard.JobPaused {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		pause += time.Since(start)
+		before, err := s.db.CountEvents(ctx, id, trainyard.EventGradientStep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		s.mustCall("POST", base+"/resume", nil)
+		answer += time.Since(start)
+		for {
+			n, err := s.db.CountEvents(ctx, id, trainyard.EventGradientStep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n > before {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		resume += time.Since(start)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(pause), "pause-ms/op")
+	b.ReportMetric(ms(resume), "resume-ms/op")
+	b.ReportMetric(ms(answer), "resume-answer-ms/op")
+	s.mustCall("POST", base+"/cancel", nil)
+}
+
+// BenchmarkEventStreamLag measures the delivery lag of Server-Sent Events:
+// for every event of an SFT job followed with GET .../events?stream=true
+// from its start, the time it reached the client minus the time it was
+// stored (created_at). The stream polls every DefaultEventPoll (200 ms),
+// which bounds the lag from above.
+func BenchmarkEventStreamLag(b *testing.B) {
+	s := newStack(b, stackOptions{})
+	s.startWorker()
+	model := s.createModel("sse-lag")
+	var lags []time.Duration
+	for b.Loop() {
+		id := s.longSFT(model, 10, 5) // 50 steps
+		got := s.followStream(b, id)
+		page, err := s.db.ListEvents(context.Background(), id, trainyard.ListOptions{Limit: trainyard.MaxPageLimit})
+		if err != nil || len(page.Items) != len(got) {
+			b.Fatalf("%d events stored, %d streamed (%v)", len(page.Items), len(got), err)
+		}
+		for _, e := range page.Items {
+			lags = append(lags, got[e.ID].Sub(e.CreatedAt))
+		}
+		s.waitJob(id, time.Minute)
+	}
+	slices.Sort(lags)
+	q := func(p float64) float64 { return float64(lags[int(p*float64(len(lags)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(1), "max-ms")
+	b.ReportMetric(float64(len(lags))/float64(b.N), "events/op")
+}
+
+// followStream reads a job's event stream from its start to its end and
+// returns when each event id arrived.
+func (s *stack) followStream(b *testing.B, jobID string) map[string]time.Time {
+	req, err := http.NewRequest("GET", s.srv.URL+"/v1/preview/training-jobs/"+jobID+"/events?stream=true", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := map[string]time.Time{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			got[id] = time.Now()
+		}
+	}
+	return got
 }

@@ -108,6 +108,20 @@ func TestTerminatedFromTemporal(t *testing.T) {
 	checkEvents(t, evs, len(evs)-2, "training_failed")
 	time.Sleep(time.Second) // the terminated run's activity learns of it at its next heartbeat
 	s.noAlarms()
+	// Closed without its workflow's cleanup, the job still keeps only its
+	// inputs: its plan and intermediate state go too, including what the
+	// terminated run's activity stores before it learns of the terminate.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		names, err := s.blobs.JobFileNames(context.Background(), id)
+		if err == nil && fmt.Sprint(names) == "[data.jsonl input.json]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("objects left under the terminated job: %v %v", names, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func TestIdempotentSubmit(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainyard/trainyard/activities"
+	"github.com/trainyard/trainyard/engine/catalog"
 	"github.com/trainyard/trainyard/storage/postgres"
 	"github.com/trainyard/trainyard/storage/s3"
 	"github.com/trainyard/trainyard/worker"
@@ -69,7 +70,7 @@ func runWorkerProcess() int {
 	defer tc.Close()
 	wf := workflows.NewClient(tc, workflows.ClientOptions{TaskQueue: cfg.TaskQueue, Jobs: db, Events: db})
 	acts, err := activities.New(activities.Deps{Jobs: db, Events: db, Models: db, Blobs: blobs, Queue: db, Workflows: wf,
-		Bases: &worker.Bases{}, Files: blobs, Logger: log}, cfg.Activities)
+		Bases: catalog.New(nil), Files: blobs, Logger: log}, cfg.Activities)
 	if err != nil {
 		log.Error("activities", zap.Error(err))
 		return 1

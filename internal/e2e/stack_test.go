@@ -22,9 +22,11 @@ import (
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/api"
 	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/engine/catalog"
 	"github.com/trainyard/trainyard/internal/testutil/pgtest"
 	"github.com/trainyard/trainyard/internal/testutil/s3test"
 	"github.com/trainyard/trainyard/jobspec"
+	"github.com/trainyard/trainyard/retention"
 	"github.com/trainyard/trainyard/serving"
 	"github.com/trainyard/trainyard/storage/postgres"
 	"github.com/trainyard/trainyard/storage/s3"
@@ -61,6 +63,9 @@ type stack struct {
 	log   *zap.Logger
 	// logs holds every entry of log at info level and above.
 	logs *observer.ObservedLogs
+	// workerDB, when set, is the database the workers use instead of db
+	// (one reached through a fault-injecting proxy, say).
+	workerDB *postgres.DB
 }
 
 func newStack(t testing.TB, opts stackOptions) *stack {
@@ -86,7 +91,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.tc.Close)
-	s.wf = workflows.NewClient(s.tc, workflows.ClientOptions{TaskQueue: s.queue, Workflow: opts.Workflow, Jobs: s.db, Events: s.db, Models: s.db})
+	s.wf = workflows.NewClient(s.tc, workflows.ClientOptions{TaskQueue: s.queue, Workflow: opts.Workflow, Jobs: s.db, Events: s.db, Models: s.db, Blobs: s.blobs})
 
 	if s.acct, err = s.db.CreateAccount(ctx, "e2e"); err != nil {
 		t.Fatal(err)
@@ -106,6 +111,7 @@ func (s *stack) apiServer(wf api.JobWorkflows) *httptest.Server {
 	srv := api.New(api.Config{BaseModels: []string{baseModel}, Jobs: api.JobsConfig{Data: jobspec.DataPolicy{S3: s.blobs.ReadPolicy()}}}, api.Deps{
 		Accounts: s.db, Models: s.db, Logs: s.db, Jobs: s.db, Events: s.db, Blobs: s.blobs,
 		Workflows: wf, Files: s.blobs, Logger: s.log, Chat: chat,
+		Retention: &retention.Pruner{Models: s.db, Blobs: s.blobs},
 	})
 	hs := httptest.NewServer(srv.Handler())
 	s.t.Cleanup(hs.Close)
@@ -125,8 +131,12 @@ func (s *stack) activities() *activities.Activities {
 	s.t.Helper()
 	cfg := s.opts.Activities
 	cfg.Data.S3 = s.blobs.ReadPolicy()
+	db := s.db
+	if s.workerDB != nil {
+		db = s.workerDB
+	}
 	acts, err := activities.New(activities.Deps{
-		Jobs: s.db, Events: s.db, Models: s.db, Blobs: s.blobs, Queue: s.db, Workflows: s.wf,
+		Jobs: db, Events: db, Models: db, Blobs: s.blobs, Queue: db, Workflows: s.wf,
 		Bases: sharedBases, Files: s.blobs, Logger: s.log,
 		HTTP: activities.NewFetchClient(activities.AddressPolicy{AllowLocal: true}), // test servers listen on loopback
 	}, cfg)
@@ -137,7 +147,7 @@ func (s *stack) activities() *activities.Activities {
 }
 
 // sharedBases loads tiny-chat once for every in-process worker.
-var sharedBases = &worker.Bases{}
+var sharedBases = catalog.New(nil)
 
 // startWorker runs a worker in the test process until the test ends.
 func (s *stack) startWorker() *worker.Worker {

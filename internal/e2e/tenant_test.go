@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -166,10 +167,29 @@ func TestRefusedDataURLFailsFast(t *testing.T) {
 	}
 	start := time.Now()
 	id := s.mustCall("POST", "/v1/preview/sft-training-jobs", map[string]any{"model_id": model, "training_data_url": refused})["id"].(string)
-	job := s.waitJob(id, 2*time.Minute)
+	// The reason shows in GET from the first failed attempt on (last_error),
+	// then as the job's error.
+	var visible time.Duration
+	var job map[string]any
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		job = s.mustCall("GET", "/v1/preview/training-jobs/"+id, nil)
+		if le, _ := job["last_error"].(map[string]any); visible == 0 && (le != nil || job["error"] != nil) {
+			visible = time.Since(start)
+			if le != nil && !strings.Contains(fmt.Sprint(le["message"]), "refused") {
+				t.Fatalf("last_error = %v", le)
+			}
+		}
+		if trainyard.JobStatus(job["status"].(string)).Terminal() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job after 2 minutes = %v", job)
+		}
+	}
 	took := time.Since(start)
 	if job["status"] != "FAILED" || !strings.Contains(job["error"].(string), "refused the connection (3 attempts)") {
 		t.Fatalf("job = %v", job)
 	}
-	t.Logf("a refused training_data_url failed its job %v after submission", took.Round(time.Millisecond))
+	t.Logf("a refused training_data_url: its reason visible in GET %v after submission, the job FAILED after %v",
+		visible.Round(time.Millisecond), took.Round(time.Millisecond))
 }

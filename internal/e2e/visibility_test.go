@@ -124,7 +124,8 @@ func (s *stack) checkTemporalView(jobID string) {
 }
 
 // TestJobsAreSearchable: job workflows carry search attributes (account,
-// project, model, base model, kind, status kept current) and a summary, so
+// project, model, base model, kind, status kept current, summary) and a
+// summary, so
 // the Temporal UI's filters find the jobs of a model, by status.
 func TestJobsAreSearchable(t *testing.T) {
 	t.Parallel()
@@ -165,5 +166,14 @@ func TestJobsAreSearchable(t *testing.T) {
 	}
 	if want := "RL job of e2e/demo/" + name + " on " + baseModel; summary != want {
 		t.Fatalf("summary %q, want %q", summary, want)
+	}
+	// The same text is a search attribute, which the UI's list can show as
+	// a column (dashboard's TestDashboardInBrowser screenshots it).
+	var column string
+	if p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["TrainyardSummary"]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &column)
+	}
+	if column != summary {
+		t.Fatalf("TrainyardSummary = %q, want the summary %q", column, summary)
 	}
 }

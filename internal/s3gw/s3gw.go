@@ -88,7 +88,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// Object metadata (ETag, content type) goes into extended attributes
 	// where the file system has them, else into a sidecar directory.
 	var store meta.MetadataStorer = meta.XattrMeta{}
-	opts := posix.PosixOpts{}
+	// The library leaves CopyObject's size limit at zero when used as a
+	// package (its command sets S3's 5 GiB), which refuses every copy; a
+	// fork copies its source checkpoint server-side.
+	opts := posix.PosixOpts{CopyObjectThreshold: 5 << 30}
 	if (meta.XattrMeta{}).Test(root) != nil {
 		side := filepath.Join(dir, "meta")
 		if err := os.MkdirAll(side, 0o755); err != nil {

@@ -48,6 +48,14 @@ var (
 		[]string{"kind"}))
 	StateBytes = register(prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "trainyard_train_state_bytes_saved_total", Help: "Bytes of adapter and optimizer state stored by training."}))
+	StateBytesLoaded = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_train_state_bytes_loaded_total",
+		Help: "Bytes of adapter and optimizer state read back from the object store by training, by source: checkpoint (a job's start) or job_state (a chunk resumed on a worker without the job's state in memory)."},
+		[]string{"source"}))
+	StateCacheHits = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "trainyard_train_state_cache_hits_total", Help: "Train chunks that continued from the state their worker kept in memory."}))
+	StateCached = register(prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "trainyard_train_state_cached_jobs", Help: "Jobs whose training state this worker keeps in memory."}))
 	ChatFirstToken = register(prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "trainyard_chat_time_to_first_token_seconds", Help: "Time from a chat request to its first token.",
 		Buckets: requestBuckets}))
@@ -55,6 +63,9 @@ var (
 		Name: "trainyard_chat_tokens_total", Help: "Tokens of chat completions, by kind (prompt, completion)."}, []string{"kind"}))
 	ChatRejected = register(prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "trainyard_chat_rejected_total", Help: "Chat requests refused at the concurrency limits (429)."}))
+	ChatRouted = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_chat_routed_total", Help: "Chat requests the API sent to inference processes, by outcome (forwarded, connect_failed, no_process, lost)."},
+		[]string{"outcome"}))
 	AdapterCache = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trainyard_adapter_cache_requests_total", Help: "Adapter lookups of chat serving, by result (hit, miss)."},
 		[]string{"result"}))

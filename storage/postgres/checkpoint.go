@@ -24,8 +24,8 @@ func scanCheckpointRow(row pgx.CollectableRow) (*trainyard.Checkpoint, error) {
 }
 
 // validStep reports whether a step can name a checkpoint (the column is a
-// 32-bit integer and steps start at 1).
-func validStep(step int) bool { return step >= 1 && step <= math.MaxInt32 }
+// 32-bit integer; step 0 exists only in forks).
+func validStep(step int) bool { return step >= 0 && step <= math.MaxInt32 }
 
 func checkpointNotFound(step int, modelID string) error {
 	return trainyard.Errorf(trainyard.ENOTFOUND, "checkpoint at step %d of model %s not found", step, modelID)
@@ -35,15 +35,17 @@ func sortByStep(cs []*trainyard.Checkpoint) {
 	slices.SortFunc(cs, func(a, b *trainyard.Checkpoint) int { return a.Step - b.Step })
 }
 
-// CreateCheckpoint records a checkpoint, filling ID and CreatedAt. It is
-// idempotent on (model, step): when the step exists, c is overwritten with
-// the stored row (its id, job, metrics and time) and no error is returned.
+// CreateCheckpoint records the checkpoint of a training step, filling ID and
+// CreatedAt. It is idempotent on (model, step): when the step exists, c is
+// overwritten with the stored row (its id, job, metrics and time) and no
+// error is returned. Training writes steps from 1: step 0 is a fork's
+// starting state, written only by CreateForkedModel with its model.
 func (db *DB) CreateCheckpoint(ctx context.Context, c *trainyard.Checkpoint) error {
 	mid, err := parseID("model", c.ModelID)
 	if err != nil {
 		return err
 	}
-	if !validStep(c.Step) {
+	if c.Step < 1 || !validStep(c.Step) {
 		return trainyard.Errorf(trainyard.EINVALID, "checkpoint step must be between 1 and %d, got %d", math.MaxInt32, c.Step)
 	}
 	var jobID *string

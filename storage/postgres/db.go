@@ -81,7 +81,8 @@ func (db *DB) Ping(ctx context.Context) error {
 func (db *DB) Close() { db.pool.Close() }
 
 // inTx runs fn in a transaction, committing when it returns nil and rolling
-// back otherwise.
-func (db *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+// back otherwise. fn gets the transaction's context, which carries its
+// deadline: its statements must use that one, not the caller's.
+func (db *DB) inTx(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
 	return db.pool.beginFunc(ctx, fn)
 }

@@ -51,7 +51,7 @@ func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.E
 	}
 	var stored *trainyard.Event
 	refused := false
-	err = db.inTx(ctx, func(tx pgx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// Appends to one job are serialised on its row, so the terminal
 		// check below sees every event committed before this one.
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, jid); err != nil {
@@ -124,4 +124,18 @@ func (db *DB) LastEvent(ctx context.Context, jobID string) (*trainyard.Event, er
 		return nil, translate(err, "event of job %s", jobID)
 	}
 	return e, nil
+}
+
+// CountEvents returns how many events of type typ the job has (0 for a job
+// without any, or no such job).
+func (db *DB) CountEvents(ctx context.Context, jobID string, typ trainyard.EventType) (int, error) {
+	jid, err := parseID("job", jobID)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE job_id = $1 AND type = $2`, jid, typ).Scan(&n); err != nil {
+		return 0, translate(err, "events of job %s", jobID)
+	}
+	return n, nil
 }

@@ -205,3 +205,28 @@ func BenchmarkAppendEvent(b *testing.B) {
 		}
 	}
 }
+
+// TestCountEvents counts a job's events of one type.
+func TestCountEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	j := newJob(t, f.db, f.model)
+	for seq, typ := range []trainyard.EventType{trainyard.EventTrainingStarted, trainyard.EventGradientStep,
+		trainyard.EventTrainingPaused, trainyard.EventTrainingResumed, trainyard.EventGradientStep} {
+		_, err := f.db.AppendEvent(ctx, &trainyard.Event{JobID: j.ID, Seq: seq + 1, Type: typ})
+		mustNil(t, err)
+	}
+	for typ, want := range map[trainyard.EventType]int{trainyard.EventGradientStep: 2, trainyard.EventTrainingPaused: 1, trainyard.EventTrainingEnded: 0} {
+		n, err := f.db.CountEvents(ctx, j.ID, typ)
+		mustNil(t, err)
+		if n != want {
+			t.Errorf("%s: %d events, want %d", typ, n, want)
+		}
+	}
+	n, err := f.db.CountEvents(ctx, fakeID, trainyard.EventGradientStep)
+	mustNil(t, err)
+	if n != 0 {
+		t.Fatalf("events of a missing job: %d", n)
+	}
+}

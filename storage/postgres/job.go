@@ -13,7 +13,7 @@ import (
 
 const jobColumns = `id, account_id, model_id, kind, status, idempotency_key, config, workflow_id, run_id,
 	current_step, total_steps, checkpoint, latest_metrics, error, created_at, started_at, finished_at, request_hash,
-	saved_step, retry_of, (SELECT r.id FROM jobs r WHERE r.retry_of = jobs.id) AS retried_by`
+	saved_step, retry_of, (SELECT r.id FROM jobs r WHERE r.retry_of = jobs.id) AS retried_by, pause_requested`
 
 // terminalStatuses is the SQL list of final job statuses.
 const terminalStatuses = `('COMPLETED', 'FAILED', 'CANCELLED')`
@@ -27,7 +27,7 @@ func scanJob(row pgx.Row) (*trainyard.Job, error) {
 	var retryOf, retriedBy pgtype.UUID
 	err := row.Scan(&j.ID, &j.AccountID, &j.ModelID, &j.Kind, &j.Status, &j.IdempotencyKey, &j.Config,
 		&j.WorkflowID, &j.RunID, &j.CurrentStep, &j.TotalSteps, &j.Checkpoint, &j.LatestMetrics, &j.Error,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash, &j.SavedStep, &retryOf, &retriedBy)
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &hash, &j.SavedStep, &retryOf, &retriedBy, &j.PauseRequested)
 	j.RequestHash = hash.String
 	if retryOf.Valid {
 		j.RetryOf = uuidString(retryOf.Bytes)
@@ -203,9 +203,11 @@ func (db *DB) UpdateJob(ctx context.Context, jobID string, u trainyard.JobUpdate
 			latest_metrics = CASE WHEN $6::integer < current_step THEN latest_metrics
 			                      ELSE COALESCE($9::jsonb, latest_metrics) END,
 			started_at     = COALESCE($10, started_at),
-			saved_step     = GREATEST(saved_step, COALESCE($11, saved_step))
+			saved_step     = GREATEST(saved_step, COALESCE($11, saved_step)),
+			pause_requested = COALESCE($12, pause_requested)
 		WHERE id = $1`,
-		jid, u.Status, u.Error, u.FinishedAt, u.RunID, u.CurrentStep, u.TotalSteps, u.Checkpoint, metrics, u.StartedAt, u.SavedStep)
+		jid, u.Status, u.Error, u.FinishedAt, u.RunID, u.CurrentStep, u.TotalSteps, u.Checkpoint, metrics, u.StartedAt, u.SavedStep,
+		u.PauseRequested)
 	if err != nil {
 		return translate(err, "job %s", jobID)
 	}
@@ -217,7 +219,7 @@ func (db *DB) UpdateJob(ctx context.Context, jobID string, u trainyard.JobUpdate
 
 func validStatus(s trainyard.JobStatus) bool {
 	switch s {
-	case trainyard.JobQueued, trainyard.JobRunning, trainyard.JobCompleted, trainyard.JobFailed, trainyard.JobCancelled:
+	case trainyard.JobQueued, trainyard.JobRunning, trainyard.JobPaused, trainyard.JobCompleted, trainyard.JobFailed, trainyard.JobCancelled:
 		return true
 	}
 	return false

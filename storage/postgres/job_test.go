@@ -227,7 +227,7 @@ func TestUpdateJob(t *testing.T) {
 
 	wantCode(t, f.db.UpdateJob(ctx, fakeID, trainyard.JobUpdate{}), trainyard.ENOTFOUND)
 	wantCode(t, f.db.UpdateJob(ctx, "x", trainyard.JobUpdate{}), trainyard.ENOTFOUND)
-	wantCode(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobStatus("PAUSED"))}), trainyard.EINVALID)
+	wantCode(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobStatus("SLEEPING"))}), trainyard.EINVALID)
 	wantCode(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{CurrentStep: ptr(-1)}), trainyard.EINVALID)
 }
 
@@ -241,5 +241,43 @@ func TestFailedJobKeepsError(t *testing.T) {
 	mustNil(t, err)
 	if got.Status != trainyard.JobFailed || got.Error == nil || *got.Error != "loss is NaN" {
 		t.Fatalf("failed job = %+v", got)
+	}
+}
+
+// TestPausedJob: PAUSED is a status of its own that keeps the job unfinished
+// (it stays first in its model's queue), the pause request is a flag the
+// Train activity reads, and a paused job can still be closed.
+func TestPausedJob(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	j := newJob(t, f.db, f.model)
+	later := newJob(t, f.db, f.model)
+	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobRunning), PauseRequested: ptr(true)}))
+	got, err := f.db.GetJob(ctx, j.ID)
+	mustNil(t, err)
+	if !got.PauseRequested || got.Status != trainyard.JobRunning {
+		t.Fatalf("pause request not stored: %+v", got)
+	}
+	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobPaused), PauseRequested: ptr(false)}))
+	got, err = f.db.FindJob(ctx, f.acct.ID, j.ID)
+	mustNil(t, err)
+	if got.PauseRequested || got.Status != trainyard.JobPaused {
+		t.Fatalf("paused job = %+v", got)
+	}
+	head, err := f.db.OldestUnfinishedJob(ctx, f.model.ID)
+	mustNil(t, err)
+	if head.ID != j.ID {
+		t.Fatalf("the paused job lost its turn to %s (later job %s)", head.ID, later.ID)
+	}
+	open, err := f.db.UnfinishedJobs(ctx, time.Now().Add(time.Minute), 10)
+	mustNil(t, err)
+	if len(open) != 2 {
+		t.Fatalf("unfinished jobs = %d, want the paused and the queued one", len(open))
+	}
+	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobCancelled)}))
+	mustNil(t, f.db.UpdateJob(ctx, j.ID, trainyard.JobUpdate{Status: ptr(trainyard.JobPaused)}))
+	if got, _ := f.db.GetJob(ctx, j.ID); got.Status != trainyard.JobCancelled {
+		t.Fatalf("a cancelled job went back to %s", got.Status)
 	}
 }

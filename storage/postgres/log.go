@@ -43,7 +43,7 @@ func (db *DB) SaveLog(ctx context.Context, rec *trainyard.LogRecord, trajectorie
 			return trainyard.Errorf(trainyard.EINVALID, "trajectory %d (row %d): body is not valid JSON", t.Index, i)
 		}
 	}
-	err = db.inTx(ctx, func(tx pgx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			INSERT INTO log_records (id, model_id, split, step, metrics, num_groups, num_trajectories)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,

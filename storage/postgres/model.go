@@ -4,20 +4,27 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/trainyard/trainyard"
 )
 
-const modelColumns = `id, account_id, entity, project, name, base_model, run_id, created_at`
+const modelColumns = `id, account_id, entity, project, name, base_model, run_id, created_at, forked_from, checkpoint_policy`
 
 func scanModel(row pgx.Row) (*trainyard.Model, error) {
 	m := &trainyard.Model{}
-	err := row.Scan(&m.ID, &m.AccountID, &m.Entity, &m.Project, &m.Name, &m.BaseModel, &m.RunID, &m.CreatedAt)
+	var fork pgtype.UUID
+	err := row.Scan(&m.ID, &m.AccountID, &m.Entity, &m.Project, &m.Name, &m.BaseModel, &m.RunID, &m.CreatedAt, &fork,
+		&m.CheckpointPolicy)
+	if fork.Valid {
+		m.ForkedFrom = uuidString(fork.Bytes)
+	}
 	return m, err
 }
 
-// CreateModel inserts m, filling ID (unless set) and CreatedAt; ECONFLICT
-// when the account already has a model with that entity/project/name.
+// CreateModel inserts m with its checkpoint policy, filling ID (unless set)
+// and CreatedAt; ECONFLICT when the account already has a model with that
+// entity/project/name.
 func (db *DB) CreateModel(ctx context.Context, m *trainyard.Model) error {
 	acct, err := parseID("account", m.AccountID)
 	if err != nil {
@@ -27,10 +34,14 @@ func (db *DB) CreateModel(ctx context.Context, m *trainyard.Model) error {
 	if err != nil {
 		return err
 	}
+	policy, err := encodePolicy(m.CheckpointPolicy)
+	if err != nil {
+		return err
+	}
 	err = db.pool.QueryRow(ctx, `
-		INSERT INTO models (id, account_id, entity, project, name, base_model, run_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
-		id, acct, m.Entity, m.Project, m.Name, m.BaseModel, m.RunID).Scan(&m.CreatedAt)
+		INSERT INTO models (id, account_id, entity, project, name, base_model, run_id, checkpoint_policy)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+		id, acct, m.Entity, m.Project, m.Name, m.BaseModel, m.RunID, policy).Scan(&m.CreatedAt)
 	if err != nil {
 		return translate(err, "model %s/%s/%s", m.Entity, m.Project, m.Name)
 	}
@@ -78,7 +89,7 @@ func (db *DB) DeleteModel(ctx context.Context, accountID, modelID string) ([]*tr
 		return nil, err
 	}
 	var deleted []*trainyard.Checkpoint
-	err = db.inTx(ctx, func(tx pgx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// Lock the model first so a concurrent CreateCheckpoint either
 		// commits before (and its row is returned here) or fails on the
 		// foreign key after.

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trainyard/trainyard"
 )
 
 // DefaultOpTimeout bounds each database operation when Options.OpTimeout is
@@ -70,11 +72,18 @@ func (p pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 	return tag, timedOut(ctx, err)
 }
 
-// beginFunc runs fn in a transaction that has one deadline as a whole.
-func (p pool) beginFunc(ctx context.Context, fn func(pgx.Tx) error) error {
+// beginFunc runs fn in a transaction that has one deadline as a whole: its
+// context goes to fn, for every statement of the transaction.
+func (p pool) beginFunc(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
 	ctx, cancel := p.opCtx(ctx)
 	defer cancel()
-	return timedOut(ctx, pgx.BeginFunc(ctx, p.Pool, fn))
+	err := timedOut(ctx, pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error { return fn(ctx, tx) }))
+	if errors.Is(err, errOpTimeout) && trainyard.ErrorCode(err) != trainyard.EUNAVAILABLE {
+		// fn translated its statement's error before anyone knew the
+		// deadline was the cause.
+		return trainyard.WrapError(trainyard.EUNAVAILABLE, err, "the database did not answer in time")
+	}
+	return err
 }
 
 type row struct {

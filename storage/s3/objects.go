@@ -22,35 +22,6 @@ const spoolInMemory = 8 << 20
 // deleteBatch is the most keys one DeleteObjects call accepts.
 const deleteBatch = 1000
 
-// PutCheckpointFile stores one file of the checkpoint of modelID at step.
-// size is the exact length of r, or -1 when unknown.
-func (s *Store) PutCheckpointFile(ctx context.Context, modelID string, step int, name string, r io.Reader, size int64) error {
-	key, err := checkpointKey(modelID, step, name)
-	if err != nil {
-		return err
-	}
-	return s.put(ctx, key, r, size)
-}
-
-// GetCheckpointFile opens one file of a checkpoint; ENOTFOUND if absent. The
-// caller closes the reader.
-func (s *Store) GetCheckpointFile(ctx context.Context, modelID string, step int, name string) (io.ReadCloser, error) {
-	key, err := checkpointKey(modelID, step, name)
-	if err != nil {
-		return nil, err
-	}
-	return s.get(ctx, s.bucket, key)
-}
-
-// DeleteCheckpointFiles removes every file of a checkpoint.
-func (s *Store) DeleteCheckpointFiles(ctx context.Context, modelID string, step int) error {
-	p, err := checkpointPrefix(modelID, step)
-	if err != nil {
-		return err
-	}
-	return s.deletePrefix(ctx, p)
-}
-
 // DeleteModelFiles removes every object of a model.
 func (s *Store) DeleteModelFiles(ctx context.Context, modelID string) error {
 	p, err := modelPrefix(modelID)
