@@ -26,6 +26,9 @@ type Base struct {
 	// callStart and callEnd are the tokens that open and close a tool call (<tool_call>, </tool_call>);
 	// -1 when the model writes its calls as bare JSON (Llama 3).
 	callStart, callEnd int
+	// thinkStart and thinkEnd are the tokens that open and close a reasoning block (<think>, </think>);
+	// -1 when the tokenizer has none.
+	thinkStart, thinkEnd int
 	// lr are the recommended learning rates (RL, SFT); ok is false when there are none.
 	lrRL, lrSFT float64
 	lrOK        bool
@@ -72,7 +75,8 @@ func byteLevelBase(name string, w *model.Weights) (*Base, error) {
 		return nil, fmt.Errorf("%w: vocabulary of %d is smaller than the byte tokenizer's %d", ErrInvalidInput, w.Cfg.VocabSize, tok.VocabSize())
 	}
 	return &Base{name: name, w: w, tok: tok, stops: tok.StopTokens(), tmpl: chat.NewTemplate(tok),
-		callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd)}, nil
+		callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd),
+		thinkStart: -1, thinkEnd: -1}, nil
 }
 
 // OpenDir loads the model directory dir under the name of its base name; see OpenSnapshot.
@@ -129,6 +133,13 @@ func (b *Base) ToolCallTokens() (start, end int, ok bool) {
 	return b.callStart, b.callEnd, b.callStart >= 0 && b.callEnd >= 0
 }
 
+// ThinkTokens returns the tokens that open and close a reasoning block (<think> and </think>, added tokens
+// of Qwen3's and DeepSeek-R1-style tokenizers); ok is false for a model without them, whose output has no
+// reasoning to separate. It is read from the tokenizer, never from the model's name.
+func (b *Base) ThinkTokens() (start, end int, ok bool) {
+	return b.thinkStart, b.thinkEnd, b.thinkStart >= 0 && b.thinkEnd >= 0
+}
+
 // ParseToolCalls reads the tool calls of a completion's text in the model's format: <tool_call> blocks,
 // or for a model without those tokens one JSON object {"name", "parameters"} making up the whole answer.
 // It returns the remaining content and the calls (ids call_0, call_1, ...).
@@ -143,6 +154,17 @@ func (b *Base) ParseToolCalls(text string) (string, []ToolCall) {
 // Sample.
 func (b *Base) RenderPrompt(msgs []Message, tools []Tool) ([]int, error) {
 	ids, err := b.tmpl.RenderPrompt(msgs, tools)
+	return ids, wrapInput(err)
+}
+
+// RenderPromptKwargs is RenderPrompt with extra template variables (chat_template_kwargs, e.g.
+// enable_thinking). The built-in template has no variables and ignores them.
+func (b *Base) RenderPromptKwargs(msgs []Message, tools []Tool, kwargs map[string]any) ([]int, error) {
+	r, ok := b.tmpl.(chat.KwargsRenderer)
+	if !ok || len(kwargs) == 0 {
+		return b.RenderPrompt(msgs, tools)
+	}
+	ids, err := r.RenderPromptKwargs(msgs, tools, kwargs)
 	return ids, wrapInput(err)
 }
 

@@ -293,13 +293,22 @@ func hfBase(name, dir string, w *model.Weights, cfgJSON []byte) (*Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Base{name: name, w: w, tok: tok, stops: stops, tmpl: hftemplate.NewEncoder(tpl, tok), callStart: -1, callEnd: -1}
-	start, okS := tok.TokenID("<tool_call>")
-	end, okE := tok.TokenID("</tool_call>")
-	if okS && okE && tok.IsAdded(start) && tok.IsAdded(end) {
-		b.callStart, b.callEnd = start, end
-	}
+	b := &Base{name: name, w: w, tok: tok, stops: stops, tmpl: hftemplate.NewEncoder(tpl, tok), callStart: -1, callEnd: -1,
+		thinkStart: -1, thinkEnd: -1}
+	b.callStart, b.callEnd = addedPair(tok, "<tool_call>", "</tool_call>")
+	b.thinkStart, b.thinkEnd = addedPair(tok, "<think>", "</think>")
 	return b, nil
+}
+
+// addedPair returns the ids of two added tokens (a block's opening and closing markers), or -1, -1 when
+// the tokenizer lacks either as an added token (then the text only spells them in pieces).
+func addedPair(tok *hf.Tokenizer, open, closing string) (int, int) {
+	start, okS := tok.TokenID(open)
+	end, okE := tok.TokenID(closing)
+	if okS && okE && tok.IsAdded(start) && tok.IsAdded(end) {
+		return start, end
+	}
+	return -1, -1
 }
 
 // stopTokens are the ids that end a turn: generation_config.json's eos_token_id (one id or a list),

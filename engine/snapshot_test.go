@@ -155,6 +155,51 @@ func TestOpenSnapshotQwen3Tokenizer(t *testing.T) {
 	}
 }
 
+// TestSnapshotThinkTokens: Qwen3's tokenizer has <think> and </think> as added tokens, so the model's
+// reasoning can be told apart; chat_template_kwargs reach the template (enable_thinking false closes an
+// empty think block in the generation prompt), and a reasoning_content sent back on an earlier assistant
+// turn is rendered by the template.
+func TestSnapshotThinkTokens(t *testing.T) {
+	_, b := qwenSnapshot(t)
+	start, end, ok := b.ThinkTokens()
+	if !ok || b.Tokenizer().Decode([]int{start}) != "<think>" || b.Tokenizer().Decode([]int{end}) != "</think>" {
+		t.Fatalf("think tokens %d %d %v", start, end, ok)
+	}
+	msgs := []Message{{Role: "user", Content: "Hi"}}
+	plain, err := b.RenderPromptKwargs(msgs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := b.RenderPromptKwargs(msgs, nil, map[string]any{"enable_thinking": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Tokenizer().Decode(off); got != b.Tokenizer().Decode(plain)+"<think>\n\n</think>\n\n" {
+		t.Fatalf("enable_thinking false renders %q", got)
+	}
+	if _, err := b.RenderPromptKwargs(msgs, nil, map[string]any{"messages": 1}); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("a kwarg overriding messages: %v", err)
+	}
+	turns := append(msgs, Message{Role: "assistant", Content: "Hello!", Reasoning: "The user greets me."},
+		Message{Role: "user", Content: "Again"})
+	ids, err := b.RenderPrompt(turns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Qwen3 keeps the reasoning of turns after the last user message only: here the assistant turn comes
+	// before it, so its reasoning is dropped, and with the turn last it is kept.
+	if got := b.Tokenizer().Decode(ids); strings.Contains(got, "greets") {
+		t.Fatalf("reasoning of an earlier turn rendered: %q", got)
+	}
+	ids, err = b.RenderPrompt(turns[:2], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Tokenizer().Decode(ids); !strings.Contains(got, "<think>\nThe user greets me.\n</think>\n\nHello!") {
+		t.Fatalf("reasoning of the last assistant turn not rendered: %q", got)
+	}
+}
+
 // TestSnapshotErrorsNameFileAndField: what keeps a snapshot from loading is reported with its file and
 // field.
 func TestSnapshotErrorsNameFileAndField(t *testing.T) {

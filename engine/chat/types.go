@@ -85,4 +85,10 @@ type Renderer interface {
 	RenderTraining(msgs []Message, tools []Tool) (Sequence, error)
 }
 
+// KwargsRenderer is a Renderer whose template takes extra variables (chat_template_kwargs in
+// OpenAI-compatible servers, e.g. Qwen3's enable_thinking).
+type KwargsRenderer interface {
+	RenderPromptKwargs(msgs []Message, tools []Tool, kwargs map[string]any) ([]int, error)
+}
+
 var _ Renderer = (*Template)(nil)

@@ -16,7 +16,10 @@ type Encoder struct {
 	tok tokenizer.Codec
 }
 
-var _ chat.Renderer = (*Encoder)(nil)
+var (
+	_ chat.Renderer       = (*Encoder)(nil)
+	_ chat.KwargsRenderer = (*Encoder)(nil)
+)
 
 // NewEncoder pairs a template with the tokenizer its model was trained with.
 func NewEncoder(tpl *Template, tok tokenizer.Codec) *Encoder { return &Encoder{tpl: tpl, tok: tok} }
@@ -24,6 +27,15 @@ func NewEncoder(tpl *Template, tok tokenizer.Codec) *Encoder { return &Encoder{t
 // RenderPrompt renders msgs with the generation prompt and encodes the text.
 func (e *Encoder) RenderPrompt(msgs []chat.Message, tools []chat.Tool) ([]int, error) {
 	text, err := e.tpl.Render(Request{Messages: msgs, Tools: tools, AddGenerationPrompt: true})
+	if err != nil {
+		return nil, err
+	}
+	return e.tok.EncodeSpecial(text), nil
+}
+
+// RenderPromptKwargs is RenderPrompt with extra template variables (enable_thinking, ...).
+func (e *Encoder) RenderPromptKwargs(msgs []chat.Message, tools []chat.Tool, kwargs map[string]any) ([]int, error) {
+	text, err := e.tpl.Render(Request{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Kwargs: kwargs})
 	if err != nil {
 		return nil, err
 	}
