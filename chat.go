@@ -20,6 +20,22 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Refusal    *string    `json:"refusal,omitempty"`
+	// ReasoningContent is an assistant turn's reasoning (the text of a model's <think> block), as vLLM
+	// names it; Reasoning is the same text under the newer name. Both are set in answers; a request may
+	// send back either (reasoning_content wins), and the chat template receives it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	Reasoning        *string `json:"reasoning,omitempty"`
+}
+
+// ReasoningText returns the reasoning of the message under either name, "" when there is none.
+func (m *Message) ReasoningText() string {
+	switch {
+	case m.ReasoningContent != nil:
+		return *m.ReasoningContent
+	case m.Reasoning != nil:
+		return *m.Reasoning
+	}
+	return ""
 }
 
 // Content is a message's content: null, a string, or a list of parts. Only

@@ -13,7 +13,8 @@ func engineMessage(m *trainyard.Message) (engine.Message, error) {
 	if !jobspec.KnownRole(m.Role) {
 		return engine.Message{}, fmt.Errorf("role %q is not one of system, developer, user, assistant, tool, function", m.Role)
 	}
-	out := engine.Message{Role: m.Role, Content: m.Content.Text(), Name: m.Name, ToolCallID: m.ToolCallID}
+	out := engine.Message{Role: m.Role, Content: m.Content.Text(), Name: m.Name, ToolCallID: m.ToolCallID,
+		Reasoning: m.ReasoningText()}
 	for _, c := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}

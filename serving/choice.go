@@ -18,6 +18,12 @@ import (
 // skip_special_tokens default), but every token, special or not, is listed in the logprobs, which are
 // what makes a choice trainable. A model without tool-call tokens (Llama 3 writes a call as the whole
 // answer in JSON) has its whole output held until it ends, then parsed by parseWhole.
+//
+// A model that reasons in a <think> … </think> block (think.on) has the block's text sent as reasoning
+// (vLLM's reasoning parser): the block is recognised when <think> is the first token of the output, or
+// when the prompt opened it (think.inside: the output starts in it). Only what follows </think> is content
+// and is parsed for tool calls; a block cut short (max_tokens) is reasoning to the end. The think tokens
+// themselves, like every token, are in the logprobs, and only there.
 type choiceBuilder struct {
 	index      int
 	parseTools bool
@@ -28,7 +34,17 @@ type choiceBuilder struct {
 	// parseWhole, when set, parses the complete output for tool calls (parseTools without call tokens).
 	parseWhole func(text string) (string, []engine.ToolCall)
 
-	pending []engine.SampledToken // content tokens not yet released
+	think         thinking
+	omitReasoning bool // include_reasoning false: reasoning is neither streamed nor in the message
+
+	started   bool // a token has been pushed
+	inThink   bool // the tokens are reasoning
+	hadThink  bool // the output had a think block
+	trimLead  bool // newlines at the start of the block's text, or of the content after it, are dropped
+	heldNL    string
+	reasoning strings.Builder
+
+	pending []engine.SampledToken // content (or reasoning) tokens not yet released
 	inCall  bool
 	call    []engine.SampledToken // the open tool-call block, <tool_call> included
 
@@ -37,9 +53,29 @@ type choiceBuilder struct {
 	logprobs []trainyard.TokenLogprob
 }
 
+// startThinking puts a builder whose prompt opened a think block inside it.
+func (b *choiceBuilder) startThinking() {
+	if b.think.on && b.think.inside {
+		b.inThink, b.hadThink, b.trimLead = true, true, true
+	}
+}
+
 // push takes the next token of the completion.
 func (b *choiceBuilder) push(t engine.SampledToken) error {
+	first := !b.started
+	b.started = true
 	switch {
+	case b.inThink:
+		b.pending = append(b.pending, t)
+		if t.ID == b.think.end {
+			b.inThink, b.trimLead = false, true
+			return b.releaseReasoning(len(b.pending), true)
+		}
+		return b.releaseReasoning(completeTokens(b.pending), false)
+	case first && b.think.on && t.ID == b.think.start:
+		b.inThink, b.hadThink, b.trimLead = true, true, true
+		b.pending = append(b.pending, t) // listed with the first reasoning delta
+		return nil
 	case b.inCall:
 		b.call = append(b.call, t)
 		if t.ID == b.callEnd {
@@ -78,6 +114,12 @@ func (b *choiceBuilder) finishWhole() error {
 // finish releases whatever is held (an unterminated call block becomes content) and sends the finish
 // reason. It returns the choice.
 func (b *choiceBuilder) finish(engineReason string) (trainyard.Choice, error) {
+	if b.inThink {
+		b.inThink = false
+		if err := b.releaseReasoning(len(b.pending), true); err != nil {
+			return trainyard.Choice{}, err
+		}
+	}
 	if b.inCall {
 		b.pending, b.inCall = append(b.pending, b.call...), false
 	}
@@ -99,8 +141,14 @@ func (b *choiceBuilder) finish(engineReason string) (trainyard.Choice, error) {
 		}
 	}
 	msg := trainyard.Message{Role: "assistant", ToolCalls: b.calls}
-	if text := b.content.String(); text != "" || len(b.calls) == 0 {
-		msg.Content = trainyard.TextContent(text) // OpenAI sends null content next to tool calls
+	if text := b.content.String(); text != "" || (len(b.calls) == 0 && !b.hadThink) {
+		// OpenAI sends null content next to tool calls, vLLM next to reasoning.
+		msg.Content = trainyard.TextContent(text)
+	}
+	if r := b.reasoning.String(); r != "" && !b.omitReasoning {
+		// Both names carry the text: vLLM answered reasoning_content, newer vLLM and OpenRouter-style
+		// clients read reasoning, and the OpenAPI document lists both.
+		msg.ReasoningContent, msg.Reasoning = &r, &r
 	}
 	lps := b.logprobs
 	if lps == nil {
@@ -115,21 +163,64 @@ func (b *choiceBuilder) release(n int) error {
 	if n == 0 {
 		return nil
 	}
-	toks := b.pending[:n]
-	var text strings.Builder
-	for _, t := range toks {
-		if !b.isSpecial(t.ID) {
-			text.Write(t.Bytes)
-		}
-	}
-	lps := wireLogprobs(toks)
-	b.pending = append(b.pending[:0], b.pending[n:]...)
-	b.content.WriteString(text.String())
-	b.logprobs = append(b.logprobs, lps...)
+	text, lps := b.take(n, false)
+	b.content.WriteString(text)
 	if b.emit == nil {
 		return nil
 	}
-	return b.emit(Delta{Index: b.index, Content: text.String(), Logprobs: lps})
+	return b.emit(Delta{Index: b.index, Content: text, Logprobs: lps})
+}
+
+// take removes the first n pending tokens, lists them in the logprobs and returns their text: special
+// tokens left out, the think markers too in reasoning (in content they are text the model wrote), and leading newlines dropped while trimLead holds (Qwen3 writes
+// "<think>\n" and "</think>\n\n" around its reasoning; the chat template strips them the same way when
+// the turn is sent back).
+func (b *choiceBuilder) take(n int, reasoning bool) (string, []trainyard.TokenLogprob) {
+	toks := b.pending[:n]
+	var sb strings.Builder
+	for _, t := range toks {
+		if b.isSpecial(t.ID) || (reasoning && (t.ID == b.think.start || t.ID == b.think.end)) {
+			continue
+		}
+		sb.Write(t.Bytes)
+	}
+	lps := wireLogprobs(toks)
+	b.pending = append(b.pending[:0], b.pending[n:]...)
+	b.logprobs = append(b.logprobs, lps...)
+	text := sb.String()
+	if b.trimLead {
+		if text = strings.TrimLeft(text, "\n"); text != "" {
+			b.trimLead = false
+		}
+	}
+	return text, lps
+}
+
+// releaseReasoning sends the first n pending tokens as reasoning. Trailing newlines are held back until
+// more reasoning follows, and dropped when the block ends (closed), so the reasoning is the block's text
+// without the newlines that frame it.
+func (b *choiceBuilder) releaseReasoning(n int, closed bool) error {
+	if n == 0 {
+		return nil
+	}
+	text, lps := b.take(n, true)
+	if text != "" {
+		text = b.heldNL + text
+		b.heldNL = ""
+	}
+	body := strings.TrimRight(text, "\n")
+	if !closed {
+		b.heldNL += text[len(body):]
+	}
+	text = body
+	if b.omitReasoning {
+		text = ""
+	}
+	b.reasoning.WriteString(text)
+	if b.emit == nil {
+		return nil
+	}
+	return b.emit(Delta{Index: b.index, Reasoning: text, Logprobs: lps})
 }
 
 // closeCall parses the finished block with the engine's parser: one well-formed call becomes a tool call,

@@ -212,3 +212,204 @@ func TestChoiceWholeAnswerToolCall(t *testing.T) {
 		t.Fatalf("choice %+v", ch)
 	}
 }
+
+// Think markers of a made-up vocabulary: added tokens that are not special, as in Qwen3's tokenizer.
+const (
+	thinkID    = 1000
+	thinkEndID = 1001
+)
+
+var testThinking = thinking{on: true, start: thinkID, end: thinkEndID}
+
+// thinkToks spells text as toks does, with "<think>" and "</think>" as the think markers.
+func thinkToks(text string) []engine.SampledToken {
+	var out []engine.SampledToken
+	for text != "" {
+		i := strings.Index(text, "<")
+		if i < 0 {
+			i = len(text)
+		}
+		out = append(out, toks(text[:i])...)
+		text = text[i:]
+		switch {
+		case strings.HasPrefix(text, "<think>"):
+			out = append(out, engine.SampledToken{TokenLogprob: engine.TokenLogprob{ID: thinkID, Bytes: []byte("<think>"), Logprob: -2}})
+			text = text[len("<think>"):]
+		case strings.HasPrefix(text, "</think>"):
+			out = append(out, engine.SampledToken{TokenLogprob: engine.TokenLogprob{ID: thinkEndID, Bytes: []byte("</think>"), Logprob: -2}})
+			text = text[len("</think>"):]
+		case text != "":
+			j := strings.IndexAny(text[1:], "<")
+			if j < 0 {
+				j = len(text) - 1
+			}
+			out = append(out, toks(text[:j+1])...)
+			text = text[j+1:]
+		}
+	}
+	return out
+}
+
+// buildThinking runs a streaming and a non-streaming builder with reasoning parsing over tokens and checks
+// they agree: the reasoning deltas, accumulated, are the message's reasoning and all come before any
+// content; every token is in the logprobs exactly once.
+func buildThinking(t *testing.T, setup func(b *choiceBuilder), tokens []engine.SampledToken, reason string) ([]Delta, trainyard.Choice) {
+	t.Helper()
+	var deltas []Delta
+	mk := func(emit func(Delta) error) *choiceBuilder {
+		b := &choiceBuilder{parseTools: true, isSpecial: testTok.IsSpecial, think: testThinking,
+			callStart: testTok.Special(tokenizer.ToolCallStart), callEnd: testTok.Special(tokenizer.ToolCallEnd), emit: emit}
+		if setup != nil {
+			setup(b)
+		}
+		b.startThinking()
+		return b
+	}
+	b := mk(func(d Delta) error { deltas = append(deltas, d); return nil })
+	plain := mk(nil)
+	for _, tk := range tokens {
+		if err := b.push(tk); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.push(tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := b.finish(reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := plain.finish(reason)
+	var reasoning, content strings.Builder
+	var lps []trainyard.TokenLogprob
+	sawContent := false
+	for _, d := range deltas {
+		if d.Reasoning != "" && sawContent {
+			t.Errorf("reasoning delta %q after content", d.Reasoning)
+		}
+		sawContent = sawContent || d.Content != "" || len(d.ToolCalls) > 0
+		reasoning.WriteString(d.Reasoning)
+		content.WriteString(d.Content)
+		lps = append(lps, d.Logprobs...)
+	}
+	if got := reasoningOfMsg(want.Message); reasoning.String() != got || reasoningOfMsg(ch.Message) != got {
+		t.Errorf("streamed reasoning %q, non-streamed %q", reasoning.String(), got)
+	}
+	if content.String() != want.Message.Content.Text() {
+		t.Errorf("streamed content %q, non-streamed %q", content.String(), want.Message.Content.Text())
+	}
+	if len(lps) != len(tokens) || len(want.Logprobs.Content) != len(tokens) {
+		t.Fatalf("%d streamed / %d non-streamed logprobs for %d tokens", len(lps), len(want.Logprobs.Content), len(tokens))
+	}
+	for i, tk := range tokens {
+		if lps[i].Token != tokenName(tk.ID) || want.Logprobs.Content[i].Token != tokenName(tk.ID) {
+			t.Fatalf("logprob %d is %s, token %d", i, lps[i].Token, tk.ID)
+		}
+	}
+	return deltas, ch
+}
+
+func reasoningOfMsg(m trainyard.Message) string {
+	if m.ReasoningContent == nil {
+		return ""
+	}
+	return *m.ReasoningContent
+}
+
+// TestChoiceReasoning: the text of a leading think block is reasoning (without the markers and the
+// newlines framing it), the rest is content.
+func TestChoiceReasoning(t *testing.T) {
+	t.Parallel()
+	deltas, ch := buildThinking(t, nil, thinkToks("<think>\nThe user says hi.\nBe nice.\n</think>\n\nHello!"), "stop")
+	m := ch.Message
+	if m.ReasoningContent == nil || *m.ReasoningContent != "The user says hi.\nBe nice." || m.Reasoning == nil ||
+		*m.Reasoning != *m.ReasoningContent || m.Content.Text() != "Hello!" || ch.FinishReason != "stop" {
+		t.Fatalf("message %+v", m)
+	}
+	for _, d := range deltas {
+		if d.Reasoning != "" || d.Content != "" {
+			if d.Reasoning == "" {
+				t.Fatalf("first delta with text %+v, want reasoning", d)
+			}
+			break
+		}
+	}
+	js, _ := json.Marshal(m)
+	if !strings.Contains(string(js), `"reasoning_content":"The user says hi.\nBe nice."`) ||
+		!strings.Contains(string(js), `"reasoning":"The user says hi.\nBe nice."`) {
+		t.Fatalf("message JSON %s", js)
+	}
+}
+
+// TestChoiceReasoningOpenedByPrompt: when the generation prompt ends inside a think block, the output
+// starts as reasoning without a <think> of its own.
+func TestChoiceReasoningOpenedByPrompt(t *testing.T) {
+	t.Parallel()
+	inside := func(b *choiceBuilder) { b.think.inside = true }
+	_, ch := buildThinking(t, inside, thinkToks("\nhmm\n</think>\n\nHi"), "stop")
+	if reasoningOfMsg(ch.Message) != "hmm" || ch.Message.Content.Text() != "Hi" {
+		t.Fatalf("message %+v", ch.Message)
+	}
+}
+
+// TestChoiceReasoningCutShort: a block cut by max_tokens is all reasoning; content is null.
+func TestChoiceReasoningCutShort(t *testing.T) {
+	t.Parallel()
+	_, ch := buildThinking(t, nil, thinkToks("<think>\nstill thinking\n"), "length")
+	if reasoningOfMsg(ch.Message) != "still thinking" || !ch.Message.Content.IsZero() || ch.FinishReason != "length" {
+		t.Fatalf("choice %+v", ch)
+	}
+	js, _ := json.Marshal(ch.Message)
+	if !strings.Contains(string(js), `"content":null`) {
+		t.Fatalf("message JSON %s, want null content", js)
+	}
+}
+
+// TestChoiceReasoningThenToolCall: tool calls are read after the think block only; a call written while
+// reasoning is reasoning text.
+func TestChoiceReasoningThenToolCall(t *testing.T) {
+	t.Parallel()
+	text := `<think>I could write {"name":"x"} <tool_call>{"name":"no","arguments":{}}</tool_call> here.</think>` + "\n\n" +
+		`<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`
+	_, ch := buildThinking(t, nil, thinkToks(text), "stop")
+	m := ch.Message
+	if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Name != "get_weather" || !m.Content.IsZero() || ch.FinishReason != "tool_calls" {
+		t.Fatalf("choice %+v", ch)
+	}
+	if r := reasoningOfMsg(m); !strings.Contains(r, `"name":"no"`) || !strings.HasPrefix(r, "I could write") {
+		t.Fatalf("reasoning %q", r)
+	}
+}
+
+// TestChoiceReasoningOmitted: include_reasoning false drops the reasoning from the message and the
+// stream, and the logprobs still list every token.
+func TestChoiceReasoningOmitted(t *testing.T) {
+	t.Parallel()
+	omit := func(b *choiceBuilder) { b.omitReasoning = true }
+	deltas, ch := buildThinking(t, omit, thinkToks("<think>secret</think>\n\nAnswer"), "stop")
+	js, _ := json.Marshal(ch.Message)
+	if ch.Message.ReasoningContent != nil || ch.Message.Reasoning != nil || strings.Contains(string(js), "secret") ||
+		ch.Message.Content.Text() != "Answer" {
+		t.Fatalf("message %s", js)
+	}
+	for _, d := range deltas {
+		if d.Reasoning != "" {
+			t.Fatalf("delta %+v carries reasoning", d)
+		}
+	}
+}
+
+// TestChoiceReasoningOnlyAtTheStart: a think marker after other output, or with reasoning parsing off
+// (enable_thinking false), is content like any text.
+func TestChoiceReasoningOnlyAtTheStart(t *testing.T) {
+	t.Parallel()
+	_, ch := buildThinking(t, nil, thinkToks("ok <think>x</think>"), "stop")
+	if ch.Message.ReasoningContent != nil || ch.Message.Content.Text() != "ok <think>x</think>" {
+		t.Fatalf("message %+v", ch.Message)
+	}
+	off := func(b *choiceBuilder) { b.think = thinking{start: -1, end: -1} }
+	_, ch = buildThinking(t, off, thinkToks("<think>x</think>y"), "stop")
+	if ch.Message.ReasoningContent != nil || ch.Message.Content.Text() != "<think>x</think>y" {
+		t.Fatalf("message %+v", ch.Message)
+	}
+}

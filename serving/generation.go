@@ -19,6 +19,7 @@ type Generation struct {
 	prompt     []int
 	params     engine.SampleParams
 	parseTools bool
+	thinking   thinking
 	release    func()
 	started    time.Time // when the request was admitted, for the time to its first token
 }
@@ -41,7 +42,8 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 	builders := make([]*choiceBuilder, g.params.N)
 	for i := range builders {
 		builders[i] = &choiceBuilder{index: i, parseTools: g.parseTools, emit: emit, isSpecial: tok.IsSpecial,
-			callStart: callStart, callEnd: callEnd}
+			callStart: callStart, callEnd: callEnd, think: g.thinking, omitReasoning: g.req.OmitReasoning}
+		builders[i].startThinking()
 		if !tagged {
 			builders[i].parseWhole = g.base.ParseToolCalls
 		}
@@ -114,6 +116,12 @@ func (g *Generation) constrain() error {
 	default:
 		return nil
 	}
+	gr = onTokens(gr, g.base)
+	if g.thinking.inside {
+		// The prompt opened a think block: the model reasons freely until </think>, then the grammar
+		// applies (the structured output comes after the reasoning, as in vLLM).
+		gr = afterReasoning{end: g.thinking.end, g: gr}
+	}
 	budget := g.base.ContextLength() - len(g.prompt)
 	if g.req.MaxTokens > 0 {
 		budget = min(budget, g.req.MaxTokens)
@@ -124,7 +132,38 @@ func (g *Generation) constrain() error {
 			what, need, budget)
 	}
 	stops := g.base.StopTokens()
-	gr = onTokens(gr, g.base)
 	g.params.Constraint = func(int) engine.Constraint { return newConstraint(gr, budget, stops) }
 	return nil
+}
+
+// thinking says how the output of a generation is read for reasoning.
+type thinking struct {
+	on         bool // the model marks reasoning with think tokens, and the request did not turn thinking off
+	start, end int  // <think> and </think>
+	inside     bool // the prompt opened a think block, so the output starts in it
+}
+
+// reasoningOf finds whether base reasons in think blocks (its tokenizer has the tokens), whether the
+// request turned that off (chat_template_kwargs enable_thinking false, which Qwen3's template answers
+// with an empty block in the prompt), and whether the prompt's last think marker is an opening one: some
+// templates end the generation prompt with "<think>\n", and the model then starts inside the block.
+func reasoningOf(base *engine.Base, req Request, prompt []int) thinking {
+	start, end, ok := base.ThinkTokens()
+	if !ok {
+		return thinking{start: -1, end: -1}
+	}
+	if on, set := req.TemplateKwargs["enable_thinking"].(bool); set && !on {
+		return thinking{start: -1, end: -1}
+	}
+	th := thinking{on: true, start: start, end: end}
+	for i := len(prompt) - 1; i >= 0; i-- {
+		switch prompt[i] {
+		case start:
+			th.inside = true
+			return th
+		case end:
+			return th
+		}
+	}
+	return th
 }

@@ -276,3 +276,46 @@ func (t tokenGrammar) try(id int) (int, bool) {
 
 func (t tokenGrammar) cost() int  { return t.g.cost() }
 func (t tokenGrammar) done() bool { return t.g.done() }
+
+// afterReasoning lets a completion that starts inside a think block reason freely (any token but the
+// end of turn, which the constraint only allows once the grammar is done) until </think>, then follows g.
+// Its cost counts the </think> still to come, so the token budget always leaves room for the closing
+// marker and g's shortest sentence.
+type afterReasoning struct {
+	end    int // </think>
+	g      grammar
+	closed bool
+}
+
+func (a afterReasoning) next(id int) (grammar, bool) {
+	if a.closed {
+		g, ok := a.g.next(id)
+		if !ok {
+			return a, false
+		}
+		return afterReasoning{end: a.end, g: g, closed: true}, true
+	}
+	if id == a.end {
+		a.closed = true
+	}
+	return a, true
+}
+
+func (a afterReasoning) try(id int) (int, bool) {
+	switch {
+	case a.closed:
+		return a.g.try(id)
+	case id == a.end:
+		return a.g.cost(), true
+	}
+	return a.cost(), true
+}
+
+func (a afterReasoning) cost() int {
+	if a.closed {
+		return a.g.cost()
+	}
+	return 1 + a.g.cost()
+}
+
+func (a afterReasoning) done() bool { return a.closed && a.g.done() }

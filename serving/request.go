@@ -35,6 +35,12 @@ type Request struct {
 	// IgnoreEOS keeps the end-of-turn tokens from being sampled (vLLM's ignore_eos), so completions run to
 	// MaxTokens or the end of the context. It yields to JSONObject and forced tool calls, which must end.
 	IgnoreEOS bool
+	// OmitReasoning drops reasoning_content and reasoning from the answer (include_reasoning false); the
+	// reasoning tokens are still generated and listed in the logprobs.
+	OmitReasoning bool
+	// TemplateKwargs are extra chat-template variables (chat_template_kwargs), e.g. enable_thinking.
+	// enable_thinking false also turns reasoning parsing off: the whole output is content.
+	TemplateKwargs map[string]any
 
 	Temperature float64 // 0 = greedy
 	TopP        float64 // 0 or 1 = off
@@ -65,10 +71,12 @@ type ToolCallDelta struct {
 	trainyard.ToolCall
 }
 
-// Delta is one streamed increment of a choice: new content or a tool call, the logprobs of exactly the
-// tokens it covers, and, on the last delta of the choice, the finish reason.
+// Delta is one streamed increment of a choice: new reasoning, new content or a tool call, the logprobs of
+// exactly the tokens it covers, and, on the last delta of the choice, the finish reason. Reasoning deltas
+// all come before the first content delta.
 type Delta struct {
 	Index        int
+	Reasoning    string
 	Content      string
 	ToolCalls    []ToolCallDelta
 	Logprobs     []trainyard.TokenLogprob

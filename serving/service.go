@@ -129,7 +129,8 @@ func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error)
 			return nil, err
 		}
 	}
-	if g.prompt, err = base.RenderPrompt(engineMessages(req.Messages), engineTools(req.Tools)); err != nil {
+	g.prompt, err = base.RenderPromptKwargs(engineMessages(req.Messages), engineTools(req.Tools), req.TemplateKwargs)
+	if err != nil {
 		if errors.Is(err, engine.ErrInvalidInput) {
 			return nil, trainyard.WrapError(trainyard.EBADREQUEST, err, "The messages cannot be rendered for this model: %v", err)
 		}
@@ -138,6 +139,7 @@ func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error)
 	if err := g.checkContext(); err != nil {
 		return nil, err
 	}
+	g.thinking = reasoningOf(base, req, g.prompt)
 	g.params = sampleParams(req)
 	if err := g.constrain(); err != nil {
 		return nil, err
@@ -168,7 +170,8 @@ func sampleParams(req Request) engine.SampleParams {
 func engineMessages(in []trainyard.Message) []engine.Message {
 	out := make([]engine.Message, len(in))
 	for i, m := range in {
-		out[i] = engine.Message{Role: m.Role, Content: m.Content.Text(), Name: m.Name, ToolCallID: m.ToolCallID}
+		out[i] = engine.Message{Role: m.Role, Content: m.Content.Text(), Name: m.Name, ToolCallID: m.ToolCallID,
+			Reasoning: m.ReasoningText()}
 		for _, c := range m.ToolCalls {
 			out[i].ToolCalls = append(out[i].ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
