@@ -83,6 +83,13 @@ func (s *Server) parseChatRequest(root validate.Node) (serving.Request, chatOpti
 		req.ParallelToolCalls = p
 	}
 	req.IgnoreEOS, _ = body.Field("ignore_eos").Optional().Bool()
+	if inc, ok := body.Field("include_reasoning").Optional().Bool(); ok {
+		req.OmitReasoning = !inc
+	}
+	// reasoning_effort is validated but has no effect: the templates served here (Qwen3's) have no effort
+	// setting, only thinking on or off (chat_template_kwargs enable_thinking).
+	_, _ = body.Field("reasoning_effort").Optional().Nullable().Enum("low", "medium", "high")
+	req.TemplateKwargs = parseTemplateKwargs(body.Field("chat_template_kwargs").Optional().Nullable())
 	if rf, ok := body.Field("response_format").Optional().Nullable().Model(); ok {
 		t, _ := rf.Field("type").Enum("text", "json_object")
 		req.JSONObject = t == "json_object"
@@ -212,6 +219,30 @@ func checkToolNames(n validate.Node) {
 			}
 		}
 	}
+}
+
+// parseTemplateKwargs reads chat_template_kwargs, an object of template variables. Booleans are Go bools
+// (serving reads enable_thinking); other values stay JSON, which the template decodes keeping key order.
+func parseTemplateKwargs(n validate.Node) map[string]any {
+	obj, ok := n.Dict()
+	if !ok || obj.Object().Len() == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(obj.Raw(), &fields); err != nil {
+		n.Invalid("chat_template_kwargs must be a JSON object")
+		return nil
+	}
+	out := make(map[string]any, len(fields))
+	for k, raw := range fields {
+		var b bool
+		if json.Unmarshal(raw, &b) == nil {
+			out[k] = b
+			continue
+		}
+		out[k] = raw
+	}
+	return out
 }
 
 func parseStop(n validate.Node) []string {

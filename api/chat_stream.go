@@ -31,9 +31,13 @@ type chunkChoice struct {
 }
 
 type chunkDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
+	Role string `json:"role,omitempty"`
+	// ReasoningContent is vLLM's name for a reasoning delta, Reasoning the newer one; both are sent, as
+	// in the message of a non-streamed answer.
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Reasoning        *string         `json:"reasoning,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ToolCalls        []chunkToolCall `json:"tool_calls,omitempty"`
 }
 
 type chunkToolCall struct {
@@ -46,6 +50,9 @@ type chunkToolCall struct {
 // chunkOf converts a serving delta to one chunk choice.
 func chunkOf(d serving.Delta) chunkChoice {
 	ch := chunkChoice{Index: d.Index}
+	if d.Reasoning != "" {
+		ch.Delta.ReasoningContent, ch.Delta.Reasoning = &d.Reasoning, &d.Reasoning
+	}
 	if d.Content != "" {
 		ch.Delta.Content = &d.Content
 	}
@@ -89,7 +96,7 @@ func (w *sseWriter) raw(b []byte) error {
 	return nil
 }
 
-// streamChat answers with SSE: a role chunk per choice, a chunk per delta (content or tool call, with the
+// streamChat answers with SSE: a role chunk per choice, a chunk per delta (reasoning, content or tool call, with the
 // logprobs of its tokens), a finish chunk per choice, the usage chunk when asked, then [DONE]. A failure
 // after the 200 has gone out is sent as an error event, which OpenAI clients raise.
 func (s *Server) streamChat(c *gin.Context, gen *serving.Generation, meta chatMeta, n int, includeUsage bool) {

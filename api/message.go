@@ -87,6 +87,8 @@ func checkMessage(o validate.Obj) {
 func checkAssistant(o validate.Obj) {
 	checkContent(o.Field("content").Optional().Nullable())
 	o.Field("refusal").Optional().Nullable().Strict().String()
+	o.Field("reasoning_content").Optional().Nullable().Strict().String()
+	o.Field("reasoning").Optional().Nullable().Strict().String()
 	if calls, ok := o.Field("tool_calls").Optional().Nullable().List(); ok {
 		for _, call := range calls {
 			checkToolCall(call)

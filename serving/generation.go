@@ -99,13 +99,13 @@ func (g *Generation) constrain() error {
 				names = append(names, t.Function.Name)
 			}
 		}
-		callStart, callEnd, ok := g.base.ToolCallTokens()
-		if !ok {
-			return trainyard.Errorf(trainyard.EBADREQUEST,
-				"tool_choice %q is not supported for the base model `%s`, which writes tool calls without <tool_call> tokens: use tool_choice \"auto\".",
-				mode, g.base.Name())
+		if callStart, callEnd, ok := g.base.ToolCallTokens(); ok {
+			gr = newToolCallGrammar(callStart, callEnd, names, g.req.ParallelToolCalls)
+		} else {
+			// Llama 3: the whole answer is one {"name", "parameters"} object, which its templates have no
+			// way to repeat ("only supports single tool-calls at once"), so a forced choice is one call.
+			gr = newJSONCallGrammar(names)
 		}
-		gr = newToolCallGrammar(callStart, callEnd, names, g.req.ParallelToolCalls)
 		what = "tool_choice " + mode
 	case g.req.JSONObject:
 		gr = jsonGrammar{}

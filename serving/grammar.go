@@ -44,16 +44,24 @@ func (g jsonGrammar) try(id int) (int, bool) {
 func (g jsonGrammar) cost() int  { return g.m.cost() }
 func (g jsonGrammar) done() bool { return g.m.done() }
 
-// toolCallGrammar forces the output to be one or more tool calls in the template's format:
+// toolCallGrammar forces the output to be tool calls in the template's format. With tool-call tokens
+// (Qwen, the built-in models) that is one or more blocks
 //
 //	<tool_call>{"name":"NAME","arguments":{...}}</tool_call>
 //
-// with NAME one of names (tool_choice "required", or a single name for a named tool_choice). Tool names
-// are validated by the API as [A-Za-z0-9_-]+, so they need no JSON escaping.
+// and without them (Llama 3, whose template has the model answer a call as the whole turn) exactly one
+// object, written as the template writes past calls,
+//
+//	{"name": "NAME", "parameters": {...}}
+//
+// after which only the end of turn may come. NAME is one of names (tool_choice "required", or a single
+// name for a named tool_choice). Tool names are validated by the API as [A-Za-z0-9_-]+, so they need no
+// JSON escaping.
 type toolCallGrammar struct {
-	callStart, callEnd int
+	callStart, callEnd int // -1 for the bare JSON form
 	names              []string
 	multi              bool // further calls may follow a complete one (parallel_tool_calls)
+	head, mid          string
 
 	phase toolPhase
 	lit   string // literal bytes still to write in phaseHead/phaseMid/phaseTail
@@ -64,7 +72,7 @@ type toolCallGrammar struct {
 type toolPhase uint8
 
 const (
-	phaseOpen  toolPhase = iota // <tool_call> expected
+	phaseOpen  toolPhase = iota // <tool_call> expected (or, untagged, the first byte of the head)
 	phaseHead                   // writing {"name":"
 	phaseName                   // writing the name, ended by '"'
 	phaseMid                    // writing ,"arguments":
@@ -74,16 +82,32 @@ const (
 	phaseDone                   // a call is complete
 )
 
+// The literals around the name and the arguments: compact in a <tool_call> block (what the built-in
+// models were trained on), and as Llama 3's templates render a call.
 const (
-	toolHead = `{"name":"`
-	toolMid  = `,"arguments":`
+	toolHead      = `{"name":"`
+	toolMid       = `,"arguments":`
+	llamaCallHead = `{"name": "`
+	llamaCallMid  = `, "parameters": `
 )
 
-// tailCost is what follows the arguments object: } and </tool_call>.
-const tailCost = 2
-
 func newToolCallGrammar(callStart, callEnd int, names []string, multi bool) toolCallGrammar {
-	return toolCallGrammar{callStart: callStart, callEnd: callEnd, names: names, multi: multi}
+	return toolCallGrammar{callStart: callStart, callEnd: callEnd, names: names, multi: multi, head: toolHead, mid: toolMid}
+}
+
+// newJSONCallGrammar is the single bare-JSON call of a model without tool-call tokens.
+func newJSONCallGrammar(names []string) toolCallGrammar {
+	return toolCallGrammar{callStart: -1, callEnd: -1, names: names, head: llamaCallHead, mid: llamaCallMid}
+}
+
+func (g toolCallGrammar) tagged() bool { return g.callStart >= 0 }
+
+// tailCost is what follows the arguments object: } and, in a block, </tool_call>.
+func (g toolCallGrammar) tailCost() int {
+	if g.tagged() {
+		return 2
+	}
+	return 1
 }
 
 func (g toolCallGrammar) next(id int) (grammar, bool) {
@@ -96,14 +120,16 @@ func (g toolCallGrammar) try(id int) (int, bool) {
 }
 
 func (g toolCallGrammar) step(id int) (toolCallGrammar, bool) {
-	switch g.phase {
-	case phaseOpen, phaseDone:
-		if id != g.callStart || (g.phase == phaseDone && !g.multi) {
+	switch {
+	case g.phase == phaseOpen && !g.tagged():
+		g.phase, g.lit = phaseHead, g.head // the call begins with its first byte
+	case g.phase == phaseOpen, g.phase == phaseDone:
+		if !g.tagged() || id != g.callStart || (g.phase == phaseDone && !g.multi) {
 			return g, false
 		}
-		g.phase, g.lit, g.name, g.args = phaseHead, toolHead, "", jsonMachine{}
+		g.phase, g.lit, g.name, g.args = phaseHead, g.head, "", jsonMachine{}
 		return g, true
-	case phaseClose:
+	case g.phase == phaseClose:
 		if id != g.callEnd {
 			return g, false
 		}
@@ -125,8 +151,11 @@ func (g toolCallGrammar) step(id int) (toolCallGrammar, bool) {
 				g.phase = phaseName
 			case phaseMid:
 				g.phase = phaseArgs
-			default:
+			case phaseTail:
 				g.phase = phaseClose
+				if !g.tagged() {
+					g.phase = phaseDone
+				}
 			}
 		}
 		return g, true
@@ -135,7 +164,7 @@ func (g toolCallGrammar) step(id int) (toolCallGrammar, bool) {
 			if !g.isName(g.name) {
 				return g, false
 			}
-			g.phase, g.lit = phaseMid, toolMid
+			g.phase, g.lit = phaseMid, g.mid
 			return g, true
 		}
 		if g.shortestWithPrefix(g.name+string(b)) < 0 {
@@ -156,20 +185,25 @@ func (g toolCallGrammar) step(id int) (toolCallGrammar, bool) {
 }
 
 func (g toolCallGrammar) cost() int {
-	afterName := 1 + len(toolMid) + 2 + tailCost // '"', ,"arguments":, {}, then the tail
+	tail := g.tailCost()
+	afterName := 1 + len(g.mid) + 2 + tail // '"', the mid literal, {}, then the tail
+	open := 0
+	if g.tagged() {
+		open = 1
+	}
 	switch g.phase {
 	case phaseOpen:
-		return 1 + len(toolHead) + g.shortestWithPrefix("") + afterName
+		return open + len(g.head) + g.shortestWithPrefix("") + afterName
 	case phaseHead:
 		return len(g.lit) + g.shortestWithPrefix("") + afterName
 	case phaseName:
 		return g.shortestWithPrefix(g.name) - len(g.name) + afterName
 	case phaseMid:
-		return len(g.lit) + 2 + tailCost
+		return len(g.lit) + 2 + tail
 	case phaseArgs:
-		return g.args.cost() + tailCost
+		return g.args.cost() + tail
 	case phaseTail:
-		return len(g.lit) + 1
+		return len(g.lit) + tail - 1
 	case phaseClose:
 		return 1
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/trainyard/trainyard/engine/chat"
 )
 
 // Token ids of the tool-call delimiters in these tests; the real ones come from the engine's tokenizer.
@@ -123,5 +125,88 @@ func TestTokenGrammarMultiByteTokens(t *testing.T) {
 	}
 	if !g.done() {
 		t.Fatal("the tool call is not complete")
+	}
+}
+
+// TestJSONCallConstraintProducesOneCall: without tool-call tokens (Llama 3), a forced call is exactly one
+// {"name": …, "parameters": {…}} object naming an offered tool, in the minimum budget and in more, then the
+// end of turn; the engine's Llama 3 parser reads it as one call.
+func TestJSONCallConstraintProducesOneCall(t *testing.T) {
+	t.Parallel()
+	names := []string{"get_weather", "get", "search_web"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	g := newJSONCallGrammar(names)
+	need := minBudget(g)
+	if want := len(`{"name": "get", "parameters": {}}`) + 1; need != want {
+		t.Fatalf("minBudget = %d, want %d", need, want)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 300; i++ {
+		out := bytesOf(randomWalk(t, g, need+rng.IntN(80), rng))
+		var call struct {
+			Name       string         `json:"name"`
+			Parameters map[string]any `json:"parameters"`
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&call); err != nil || call.Parameters == nil || dec.More() {
+			t.Fatalf("%q is not one call object: %v", out, err)
+		}
+		if !strings.HasPrefix(out, `{"name": "`+call.Name+`", "parameters": {`) {
+			t.Fatalf("%q is not in the template's format", out)
+		}
+		content, calls := chat.ParseJSONToolCall(out)
+		if content != "" || len(calls) != 1 || calls[0].Name != call.Name {
+			t.Fatalf("ParseJSONToolCall(%q) = %q, %+v", out, content, calls)
+		}
+		seen[call.Name] = true
+	}
+	if len(seen) != len(names) {
+		t.Errorf("names used: %v, want all of %v", seen, names)
+	}
+	// Once the object is closed nothing but the end of turn may follow, not even a second call.
+	done := grammar(g)
+	for _, b := range []byte(`{"name": "get", "parameters": {}}`) {
+		var ok bool
+		if done, ok = done.next(int(b)); !ok {
+			t.Fatalf("byte %q refused", b)
+		}
+	}
+	if !done.done() || done.cost() != 0 {
+		t.Fatal("the call is not complete")
+	}
+	for id := 0; id < 264; id++ {
+		if _, ok := done.try(id); ok {
+			t.Fatalf("token %d allowed after the call", id)
+		}
+	}
+}
+
+// TestAfterReasoningConstraint: a completion that starts inside a think block reasons freely, and the
+// budget forces </think> and the grammar's sentence in time; the end of turn is allowed only after both.
+func TestAfterReasoningConstraint(t *testing.T) {
+	t.Parallel()
+	const thinkEnd = 262
+	g := afterReasoning{end: thinkEnd, g: jsonGrammar{}}
+	if need := minBudget(g); need != 1+2+1 {
+		t.Fatalf("minBudget = %d, want </think>, {}, end of turn", need)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 200; i++ {
+		out := randomWalk(t, g, minBudget(g)+rng.IntN(40), rng)
+		end := -1
+		for j, id := range out {
+			if id == thinkEnd {
+				end = j
+				break
+			}
+		}
+		if end < 0 {
+			t.Fatalf("no </think> in %q", bytesOf(out))
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(bytesOf(out[end+1:])), &v); err != nil {
+			t.Fatalf("after the reasoning %q is not a JSON object: %v", bytesOf(out[end+1:]), err)
+		}
 	}
 }
