@@ -267,6 +267,55 @@ func onTokens(g grammar, base *engine.Base) grammar {
 	return tokenGrammar{g: g, v: v}
 }
 
+// byteRunner is a grammar over bytes that can take a whole token's bytes at once. Stepping the concrete
+// type and boxing only the result keeps the per-token check free of an allocation per byte, which
+// dominated the masking of a 128k vocabulary.
+type byteRunner interface {
+	tryBytes(bs []byte) (cost int, ok bool)
+	nextBytes(bs []byte) (grammar, bool)
+}
+
+func (g toolCallGrammar) run(bs []byte) (toolCallGrammar, bool) {
+	for _, b := range bs {
+		var ok bool
+		if g, ok = g.step(int(b)); !ok {
+			return g, false
+		}
+	}
+	return g, true
+}
+
+func (g toolCallGrammar) tryBytes(bs []byte) (int, bool) {
+	n, ok := g.run(bs)
+	return n.cost(), ok
+}
+
+func (g toolCallGrammar) nextBytes(bs []byte) (grammar, bool) {
+	n, ok := g.run(bs)
+	return n, ok
+}
+
+func (g jsonGrammar) run(bs []byte) (jsonMachine, bool) {
+	m := g.m
+	for _, b := range bs {
+		var ok bool
+		if m, ok = m.step(b); !ok {
+			return m, false
+		}
+	}
+	return m, true
+}
+
+func (g jsonGrammar) tryBytes(bs []byte) (int, bool) {
+	m, ok := g.run(bs)
+	return m.cost(), ok
+}
+
+func (g jsonGrammar) nextBytes(bs []byte) (grammar, bool) {
+	m, ok := g.run(bs)
+	return jsonGrammar{m}, ok
+}
+
 func (t tokenGrammar) step(id int) (grammar, bool) {
 	if id == t.v.pass[0] || id == t.v.pass[1] {
 		return t.g.next(id)
@@ -274,6 +323,9 @@ func (t tokenGrammar) step(id int) (grammar, bool) {
 	bs := t.v.bytes(id)
 	if len(bs) == 0 || t.v.added(id) {
 		return nil, false
+	}
+	if r, ok := t.g.(byteRunner); ok {
+		return r.nextBytes(bs)
 	}
 	g := t.g
 	for _, b := range bs {
@@ -300,6 +352,9 @@ func (t tokenGrammar) try(id int) (int, bool) {
 	bs := t.v.bytes(id)
 	if len(bs) == 1 && !t.v.added(id) {
 		return t.g.try(int(bs[0]))
+	}
+	if r, ok := t.g.(byteRunner); ok && len(bs) > 0 && !t.v.added(id) {
+		return r.tryBytes(bs)
 	}
 	g, ok := t.step(id)
 	if !ok {

@@ -103,7 +103,7 @@ func TestLlama3ForcedToolCalls(t *testing.T) {
 	svc := snapshotService(t, llama3)
 	req := userRequest(llama3, "What is the weather in Oslo?")
 	// Few and short completions: each step masks a 128k vocabulary through the grammar.
-	req.Tools, req.N, req.MaxTokens, req.ParallelToolCalls = llamaTools, 2, 40, true
+	req.Tools, req.N, req.MaxTokens, req.ParallelToolCalls = llamaTools, 2, 48, true
 	for _, tc := range []serving.ToolChoice{{Mode: serving.ToolChoiceRequired}, {Mode: serving.ToolChoiceFunction, Name: "get_weather"}} {
 		req.ToolChoice = tc
 		for s := int64(1); s <= 1; s++ {
