@@ -55,7 +55,11 @@ func OpenBuiltin(name string) (*Base, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
 	// The built-in model is small (13 MB) and was pretrained and tuned in float32: keep it exact.
-	w, err := loadWeights(cfg, [][]byte{weights}, model.F32)
+	f, err := safetensors.Parse(weights) // views of the embedded bytes, converted once by loadWeights
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	w, err := loadWeights(cfg, []*safetensors.File{f}, model.F32)
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +86,11 @@ func byteLevelBase(name string, w *model.Weights) (*Base, error) {
 // OpenDir loads the model directory dir under the name of its base name; see OpenSnapshot.
 func OpenDir(dir string) (*Base, error) { return OpenSnapshot(filepath.Base(dir), dir) }
 
-// loadWeights reads the safetensors blobs into weights for cfg, its matrices held as dtype.
-func loadWeights(cfg model.Config, blobs [][]byte, dtype model.DType) (*model.Weights, error) {
+// loadWeights converts the tensors of the safetensors files into weights for cfg, its matrices held as
+// dtype.
+func loadWeights(cfg model.Config, files []*safetensors.File, dtype model.DType) (*model.Weights, error) {
 	tensors := map[string]safetensors.Tensor{}
-	for _, b := range blobs {
-		f, err := safetensors.Parse(b) // views of b, converted once by LoadWeights
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
-		}
+	for _, f := range files {
 		for k, v := range f.Tensors {
 			tensors[k] = v
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/trainyard/trainyard/engine/model"
@@ -106,5 +107,42 @@ func TestOpenDirRejectsBadCheckpoints(t *testing.T) {
 	}
 	if _, err := OpenDir(filepath.Join(dir, "nope")); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+// TestOpenDirDoesNotHoldTheFiles: loading reads the safetensors files a chunk at a time straight into the
+// weights, so what it allocates is about the bfloat16 weights themselves — less than the float32 files it
+// reads (reading the files whole first made the peak the files plus the weights). Allocation is counted, not
+// resident memory, so the bound does not depend on the machine.
+func TestOpenDirDoesNotHoldTheFiles(t *testing.T) {
+	cfg := model.Config{VocabSize: tokenizer.VocabSize, Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64,
+		Hidden: 688, MaxSeqLen: 256, RopeTheta: 10000, NormEps: 1e-5}
+	w, _ := model.NewWeights(cfg)
+	w.Init(5)
+	dir := t.TempDir()
+	writeLlama(t, dir, w, "F32")
+	var files int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && filepath.Ext(e.Name()) == ".safetensors" {
+			files += info.Size()
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b, err := OpenDir(dir)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := int64(2 * cfg.NumParams())
+	alloc := int64(after.TotalAlloc - before.TotalAlloc)
+	t.Logf("files %d bytes, bfloat16 weights %d bytes, allocated while loading %d bytes", files, weights, alloc)
+	if alloc >= files {
+		t.Fatalf("loading %d bytes of files allocated %d bytes: the files' contents are held", files, alloc)
+	}
+	if b.NumParams() != cfg.NumParams() {
+		t.Fatalf("%d parameters, want %d", b.NumParams(), cfg.NumParams())
 	}
 }

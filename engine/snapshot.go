@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainyard/trainyard/engine/chat/hftemplate"
 	"github.com/trainyard/trainyard/engine/model"
+	"github.com/trainyard/trainyard/engine/safetensors"
 	"github.com/trainyard/trainyard/engine/tokenizer/hf"
 )
 
@@ -242,17 +243,23 @@ func OpenSnapshot(name, dir string) (*Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	var blobs [][]byte
+	// The files are read a tensor at a time, in bounded chunks, straight into the weights: loading holds
+	// the model once, not the files' contents as well.
+	var opened []*safetensors.File
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		st, err := safetensors.Open(f)
 		if err != nil {
 			return nil, &SnapshotError{File: f, Err: err}
 		}
-		blobs = append(blobs, b)
+		opened = append(opened, st)
 	}
 	// The frozen base is held in bfloat16 (fp32 accumulation), half the memory of float32.
-	w, err := loadWeights(cfg, blobs, model.BF16)
-	blobs = nil // the weights are copied out; let the file contents go before the tokenizer loads
+	w, err := loadWeights(cfg, opened, model.BF16)
 	if err != nil {
 		return nil, err
 	}

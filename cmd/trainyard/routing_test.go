@@ -142,6 +142,13 @@ func TestRoutingTopology(t *testing.T) {
 	// A long job on tiny-chat while worker A is the only worker: A
 	// prepares it, and its chunks should stay there.
 	long := submit(model("tiny", "trainyard/tiny-chat"), 50)
+	// Its first chunk on A places it there; had B joined before that, the
+	// job could as well have been placed on B.
+	for deadline := time.Now().Add(time.Minute); len(chunksOf(workerA, long)) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the long job logged no chunk on worker A: %v", job(long))
+		}
+	}
 	// Worker B joins, holding the Llama too; a job on the Llama can only
 	// run there, and one on a base model no worker holds waits.
 	workerB := startWorker("worker B", "trainyard/tiny-chat,"+testLlama+"="+llamaDir)
@@ -185,11 +192,18 @@ func TestRoutingTopology(t *testing.T) {
 		len(onA), onA[0].from, onA[len(onA)-1].done)
 
 	// SIGKILL A mid-job: B takes the job over from the stored state.
-	atStep := job(long)["current_step"].(float64)
 	killed := time.Now()
 	if err := syscall.Kill(-workerA.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// How far A got, read once it is dead (read before, a chunk could end
+	// and store a later state in between): the last gradient_step event,
+	// recorded before each step's state is stored, has seq step+1.
+	last, err := db.LastEvent(ctx, long)
+	if err != nil || last.Type != trainyard.EventGradientStep {
+		t.Fatalf("the long job's last event: %+v, %v", last, err)
+	}
+	atStep := last.Seq - 1
 	var onB []chunk
 	for deadline := time.Now().Add(time.Minute); len(onB) == 0; time.Sleep(50 * time.Millisecond) {
 		if onB = chunksOf(workerB, long); time.Now().After(deadline) {
@@ -204,7 +218,7 @@ func TestRoutingTopology(t *testing.T) {
 			}
 		}
 	}
-	if onB[0].loaded == 0 || onB[0].from > int(atStep) {
+	if onB[0].loaded == 0 || onB[0].from > atStep {
 		t.Fatalf("B's first chunk of the long job %+v: want it to resume from stored state at or before step %v", onB[0], atStep)
 	}
 	t.Logf("failover: worker B logged its first chunk of the long job %v after A was killed at step %v; it read %d bytes of state back (from step %d)",

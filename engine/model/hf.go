@@ -159,9 +159,12 @@ func LoadWeights(cfg Config, tensors map[string]safetensors.Tensor, dtype DType)
 			return nil, fmt.Errorf("%w: tensor %s has shape %v, config implies %v", ErrConfig, t.Name, src.Shape, t.Shape)
 		}
 		if t.BF16 != nil {
-			src.BFloat16(t.BF16)
+			err = src.ReadBFloat16(t.BF16)
 		} else {
-			copy(t.Data, src.Float32())
+			err = src.ReadFloat32(t.Data)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return w, nil

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -84,7 +87,9 @@ func TestParseViews(t *testing.T) {
 			t.Fatalf("%s: %+v", dtype, w)
 		}
 		bf := make([]uint16, 4)
-		w.BFloat16(bf)
+		if err := w.ReadBFloat16(bf); err != nil {
+			t.Fatal(err)
+		}
 		want := []uint16{0x3f80, 0xc020, 0x3f80, 0x3b45}
 		for i := range want {
 			if bf[i] != want[i] {
@@ -126,7 +131,72 @@ func FuzzParse(f *testing.F) {
 			if len(ts.Float32()) != ts.Len() {
 				t.Fatalf("%s: %d values, Len %d", ts.Name, len(ts.Float32()), ts.Len())
 			}
-			ts.BFloat16(make([]uint16, ts.Len()))
+			if err := ts.ReadBFloat16(make([]uint16, ts.Len())); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
+}
+
+// TestOpen: a file read through Open, a chunk at a time, converts to the same values as the same bytes
+// parsed in memory, for tensors larger than a chunk and at odd offsets; a file cut short is ErrFormat.
+func TestOpen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	big := make([]float32, readChunk/2+3) // more than a chunk of F32 bytes, not a whole number of chunks
+	for i := range big {
+		big[i] = rng.Float32()*2 - 1
+	}
+	ts := []Tensor{{Name: "a", Shape: []int{3}, Data: []float32{1, -2, 3.5}}, {Name: "big", Shape: []int{len(big)}, Data: big}}
+	for _, dtype := range []string{"F32", "BF16"} {
+		var buf bytes.Buffer
+		if err := Write(&buf, ts, map[string]string{"k": "v"}, dtype); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "m.safetensors")
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mem, err := Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Metadata["k"] != "v" || len(f.Tensors) != 2 {
+			t.Fatalf("%s: %+v", dtype, f)
+		}
+		for name, want := range mem.Tensors {
+			got := f.Tensors[name]
+			if got.Len() != want.Len() || got.DType != dtype {
+				t.Fatalf("%s %s: len %d dtype %s, want %d", dtype, name, got.Len(), got.DType, want.Len())
+			}
+			g32, w32 := make([]float32, got.Len()), want.Float32()
+			g16, w16 := make([]uint16, got.Len()), make([]uint16, got.Len())
+			if err := got.ReadFloat32(g32); err != nil {
+				t.Fatal(err)
+			}
+			if err := got.ReadBFloat16(g16); err != nil {
+				t.Fatal(err)
+			}
+			if err := want.ReadBFloat16(w16); err != nil {
+				t.Fatal(err)
+			}
+			for i := range g32 {
+				if g32[i] != w32[i] || g16[i] != w16[i] {
+					t.Fatalf("%s %s[%d] = %v/%#x, want %v/%#x", dtype, name, i, g32[i], g16[i], w32[i], w16[i])
+				}
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes()[:buf.Len()-2], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(path); !errors.Is(err, ErrFormat) {
+			t.Fatalf("%s: a truncated file opened with %v", dtype, err)
+		}
+	}
 }
