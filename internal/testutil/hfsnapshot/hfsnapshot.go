@@ -46,11 +46,6 @@ func WriteQwen3Snapshot(t testing.TB, dir string, cfg model.Config, seed int64) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w, err := model.NewWeights(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Init(seed)
 	hf := map[string]any{"architectures": []string{"Qwen3ForCausalLM"}, "model_type": "qwen3",
 		"vocab_size": cfg.VocabSize, "hidden_size": cfg.Dim, "intermediate_size": cfg.Hidden,
 		"num_hidden_layers": cfg.Layers, "num_attention_heads": cfg.Heads, "num_key_value_heads": cfg.KVHeads,
@@ -60,17 +55,7 @@ func WriteQwen3Snapshot(t testing.TB, dir string, cfg model.Config, seed int64) 
 	writeJSON(t, filepath.Join(dir, "config.json"), hf)
 	writeJSON(t, filepath.Join(dir, "generation_config.json"),
 		map[string]any{"bos_token_id": 151643, "eos_token_id": []int{151645, 151643}, "do_sample": true})
-	f, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := safetensors.Write(f, model.SafetensorsList(w.Tensors()), map[string]string{"format": "pt"}, "BF16"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeWeights(t, dir, cfg, seed)
 	src := filepath.Join(RepoRoot(), "engine", "tokenizer", "hf", "testdata", "qwen3")
 	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
 		gunzip(t, filepath.Join(src, name+".gz"), filepath.Join(dir, name))
