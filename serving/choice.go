@@ -172,9 +172,9 @@ func (b *choiceBuilder) release(n int) error {
 }
 
 // take removes the first n pending tokens, lists them in the logprobs and returns their text: special
-// tokens left out, the think markers too in reasoning (in content they are text the model wrote), and leading newlines dropped while trimLead holds (Qwen3 writes
-// "<think>\n" and "</think>\n\n" around its reasoning; the chat template strips them the same way when
-// the turn is sent back).
+// tokens left out, the think markers too in reasoning (in content they are text the model wrote), and
+// leading newlines dropped while trimLead holds (Qwen3 writes "<think>\n" and "</think>\n\n" around its
+// reasoning; its chat template strips them the same way when the turn is sent back).
 func (b *choiceBuilder) take(n int, reasoning bool) (string, []trainyard.TokenLogprob) {
 	toks := b.pending[:n]
 	var sb strings.Builder
