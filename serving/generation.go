@@ -117,10 +117,14 @@ func (g *Generation) constrain() error {
 		return nil
 	}
 	gr = onTokens(gr, g.base)
-	if g.thinking.inside {
-		// The prompt opened a think block: the model reasons freely until </think>, then the grammar
-		// applies (the structured output comes after the reasoning, as in vLLM).
-		gr = afterReasoning{end: g.thinking.end, g: gr}
+	if th := g.thinking; th.on {
+		// The structured output comes after the reasoning, as in vLLM: the model may open a think block
+		// first (Qwen3 does), or is in one the prompt opened, and the grammar applies after </think>.
+		phase := reasonOptional
+		if th.inside {
+			phase = reasonInside
+		}
+		gr = afterReasoning{start: th.start, end: th.end, g: gr, phase: phase}
 	}
 	budget := g.base.ContextLength() - len(g.prompt)
 	if g.req.MaxTokens > 0 {

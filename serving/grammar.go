@@ -366,45 +366,62 @@ func (t tokenGrammar) try(id int) (int, bool) {
 func (t tokenGrammar) cost() int  { return t.g.cost() }
 func (t tokenGrammar) done() bool { return t.g.done() }
 
-// afterReasoning lets a completion that starts inside a think block reason freely (any token but the
-// end of turn, which the constraint only allows once the grammar is done) until </think>, then follows g.
-// Its cost counts the </think> still to come, so the token budget always leaves room for the closing
-// marker and g's shortest sentence.
+// afterReasoning puts a think block before a grammar's sentence, as vLLM applies structured output only
+// once the reasoning has ended. A completion that starts inside the block (the prompt opened it) reasons
+// freely — any token but the end of turn, which the constraint allows only once the grammar is done —
+// until </think>, then follows g; one that may open a block (optional) either starts with <think> or is
+// g's sentence directly. Costs count the </think> still to come, so the token budget always leaves room
+// for the closing marker and g's shortest sentence.
 type afterReasoning struct {
-	end    int // </think>
-	g      grammar
-	closed bool
+	start, end int // <think>, </think>
+	g          grammar
+	phase      reasoningPhase
 }
 
+type reasoningPhase uint8
+
+const (
+	reasonOptional reasoningPhase = iota // the first token may open a block
+	reasonInside                         // in the block, until </think>
+	reasonClosed                         // the block is over (or never opened): g applies
+)
+
 func (a afterReasoning) next(id int) (grammar, bool) {
-	if a.closed {
-		g, ok := a.g.next(id)
-		if !ok {
-			return a, false
+	switch {
+	case a.phase == reasonOptional && id == a.start:
+		a.phase = reasonInside
+		return a, true
+	case a.phase == reasonInside:
+		if id == a.end {
+			a.phase = reasonClosed
 		}
-		return afterReasoning{end: a.end, g: g, closed: true}, true
+		return a, true
 	}
-	if id == a.end {
-		a.closed = true
+	g, ok := a.g.next(id)
+	if !ok {
+		return a, false
 	}
+	a.g, a.phase = g, reasonClosed
 	return a, true
 }
 
 func (a afterReasoning) try(id int) (int, bool) {
 	switch {
-	case a.closed:
-		return a.g.try(id)
-	case id == a.end:
+	case a.phase == reasonOptional && id == a.start:
+		return 1 + a.g.cost(), true
+	case a.phase == reasonInside && id == a.end:
 		return a.g.cost(), true
+	case a.phase == reasonInside:
+		return a.cost(), true
 	}
-	return a.cost(), true
+	return a.g.try(id)
 }
 
 func (a afterReasoning) cost() int {
-	if a.closed {
-		return a.g.cost()
+	if a.phase == reasonInside {
+		return 1 + a.g.cost()
 	}
-	return 1 + a.g.cost()
+	return a.g.cost()
 }
 
-func (a afterReasoning) done() bool { return a.closed && a.g.done() }
+func (a afterReasoning) done() bool { return a.phase != reasonInside && a.g.done() }

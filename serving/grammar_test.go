@@ -186,14 +186,43 @@ func TestJSONCallConstraintProducesOneCall(t *testing.T) {
 // budget forces </think> and the grammar's sentence in time; the end of turn is allowed only after both.
 func TestAfterReasoningConstraint(t *testing.T) {
 	t.Parallel()
-	const thinkEnd = 262
-	g := afterReasoning{end: thinkEnd, g: jsonGrammar{}}
+	const thinkStart, thinkEnd = 261, 262
+	g := afterReasoning{start: thinkStart, end: thinkEnd, g: jsonGrammar{}, phase: reasonInside}
 	if need := minBudget(g); need != 1+2+1 {
 		t.Fatalf("minBudget = %d, want </think>, {}, end of turn", need)
 	}
+	// Optional: a block may open first, or the sentence starts at once; the minimum is the sentence's.
+	opt := afterReasoning{start: thinkStart, end: thinkEnd, g: jsonGrammar{}}
+	if need := minBudget(opt); need != 2+1 {
+		t.Fatalf("optional block: minBudget = %d, want {}, end of turn", need)
+	}
+	if cost, ok := opt.try(thinkStart); !ok || cost != 1+2 {
+		t.Fatalf("<think> first: %d %v", cost, ok)
+	}
+	if _, ok := opt.try(thinkEnd); ok {
+		t.Fatal("</think> allowed outside a block")
+	}
+	after, _ := opt.next('{')
+	if _, ok := after.try(thinkStart); ok {
+		t.Fatal("<think> allowed after the sentence began")
+	}
+	sawBlock := 0
 	rng := rand.New(rand.NewPCG(11, 12))
 	for i := 0; i < 200; i++ {
-		out := randomWalk(t, g, minBudget(g)+rng.IntN(40), rng)
+		walk := grammar(g)
+		if i%2 == 1 {
+			walk = opt
+		}
+		out := randomWalk(t, walk, minBudget(g)+rng.IntN(40), rng)
+		if i%2 == 1 {
+			if len(out) == 0 || out[0] != thinkStart {
+				if err := json.Unmarshal([]byte(bytesOf(out)), new(map[string]any)); err != nil {
+					t.Fatalf("%q without a block is not a JSON object", bytesOf(out))
+				}
+				continue
+			}
+			sawBlock++
+		}
 		end := -1
 		for j, id := range out {
 			if id == thinkEnd {
@@ -208,5 +237,8 @@ func TestAfterReasoningConstraint(t *testing.T) {
 		if err := json.Unmarshal([]byte(bytesOf(out[end+1:])), &v); err != nil {
 			t.Fatalf("after the reasoning %q is not a JSON object: %v", bytesOf(out[end+1:]), err)
 		}
+	}
+	if sawBlock == 0 {
+		t.Error("no walk of the optional grammar opened a block")
 	}
 }
