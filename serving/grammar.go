@@ -276,6 +276,25 @@ type byteRunner interface {
 }
 
 func (g toolCallGrammar) run(bs []byte) (toolCallGrammar, bool) {
+	if g.phase == phaseArgs {
+		// Most tokens of a call are in its arguments: step the JSON machine alone until it closes.
+		m := g.args
+		for i, b := range bs {
+			var ok bool
+			if m, ok = m.step(b); !ok {
+				return g, false
+			}
+			if m.done() {
+				g.args, g.phase, g.lit = m, phaseTail, "}"
+				bs = bs[i+1:]
+				break
+			}
+		}
+		if g.phase == phaseArgs {
+			g.args = m
+			return g, true
+		}
+	}
 	for _, b := range bs {
 		var ok bool
 		if g, ok = g.step(int(b)); !ok {
