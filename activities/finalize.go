@@ -121,7 +121,12 @@ func DropScratch(ctx context.Context, blobs trainyard.BlobStore, jobID string) e
 
 // CloseAbandoned closes a job whose workflow ended without closing it (a
 // terminate, a timeout): like the workflow's own cleanup, its scratch
-// objects go first (when blobs is set), then Finalize records the end.
+// objects go first (when blobs is set), then Finalize records the end, then
+// the scratch objects go once more. The terminated run's Train activity may
+// still be training until its next heartbeat: state it stores between the
+// first pass and the close is not its own to delete (it drops a closed
+// job's scratch when it returns, but it found the job open), so the second
+// pass does; whatever it stores after the close, it deletes itself.
 func CloseAbandoned(ctx context.Context, jobs trainyard.JobStore, events trainyard.EventStore, blobs trainyard.BlobStore,
 	jobID string, status trainyard.JobStatus, message string) error {
 	if blobs != nil {
@@ -129,5 +134,11 @@ func CloseAbandoned(ctx context.Context, jobs trainyard.JobStore, events trainya
 			return err
 		}
 	}
-	return Finalize(ctx, jobs, events, jobID, status, message)
+	if err := Finalize(ctx, jobs, events, jobID, status, message); err != nil {
+		return err
+	}
+	if blobs == nil {
+		return nil
+	}
+	return DropScratch(ctx, blobs, jobID) // a retry finds the job finalized and passes again
 }

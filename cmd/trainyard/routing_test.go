@@ -238,8 +238,14 @@ func TestRoutingTopology(t *testing.T) {
 
 	// Chat: tiny-chat through the API from the infer process; the model
 	// trained on the Llama, which no inference process holds, is a 503.
-	if resp, body := post(t, base, key, chatBody("trainyard/tiny-chat", `, "max_tokens": 2`), "routing-chat"); resp.StatusCode != 200 || !infer.served("routing-chat") {
+	if resp, body := post(t, base, key, chatBody("trainyard/tiny-chat", `, "max_tokens": 2`), "routing-chat"); resp.StatusCode != 200 {
 		t.Fatalf("chat on tiny-chat: %d %s", resp.StatusCode, body)
+	}
+	// The process logs a request once it has answered it.
+	for deadline := time.Now().Add(5 * time.Second); !infer.served("routing-chat"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the chat on tiny-chat was answered, but not by the infer process")
+		}
 	}
 	if resp, body := post(t, base, key, chatBody("wandb-artifact:///routing/p/llama", `, "max_tokens": 2`), "routing-503"); resp.StatusCode != 503 {
 		t.Fatalf("chat on a base model no inference process holds: %d %s", resp.StatusCode, body)
