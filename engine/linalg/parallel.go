@@ -54,7 +54,7 @@ func acquireWorkers(m, n, k int) (int, func()) {
 
 // acquireStreamWorkers is acquireWorkers for a product that streams a matrix from memory once and does little
 // arithmetic per byte (a few rows of bfloat16 weights, fewRowsBF16): it is split by the bytes it reads, from
-// minParallelBytes on, where one core's bandwidth (12.9 GB/s against 21.4 for two on the 2-core machine,
+// minParallelBytes on, where one core's bandwidth (13–14 GB/s against 20–24 for two on the 2-core machine,
 // BenchmarkStream) limits it, though its multiply-adds are below acquireWorkers' threshold. Matrix-vector
 // products (one decoded token) are not split this way: each takes tens of microseconds, about what waking a
 // second goroutine's thread costs, and splitting them measured no faster.
