@@ -183,6 +183,24 @@ const fewRowsMax = 16
 // matrix-vector product, instead of being widened into blocks and then packed.
 func fewRowsBF16(transA bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
+	fewRowsOf(transA, m, n, k, alpha, a, lda, 2, func(j int, w []float32) []float32 {
+		widenBF16(w, b[j*ldb:j*ldb+k])
+		return w
+	}, beta, c, ldc)
+}
+
+// fewRows is fewRowsBF16 for float32 B, read in place.
+func fewRows(transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) {
+	fewRowsOf(transA, m, n, k, alpha, a, lda, 4, func(j int, _ []float32) []float32 {
+		return b[j*ldb : j*ldb+k]
+	}, beta, c, ldc)
+}
+
+// fewRowsOf is the loop of fewRows and fewRowsBF16: rowOf returns row j of B as float32 (in the k-value
+// buffer it is given, or in place); size is the bytes of a stored value, which decide the parallelism.
+func fewRowsOf(transA bool, m, n, k int, alpha float32, a []float32, lda, size int,
+	rowOf func(j int, buf []float32) []float32, beta float32, c []float32, ldc int) {
 	const limit = 256
 	rows := make([][]float32, m)
 	for i := range rows {
@@ -192,15 +210,14 @@ func fewRowsBF16(transA bool, m, n, k int, alpha float32, a []float32, lda int, 
 			rows[i] = a[i*lda : i*lda+k]
 		}
 	}
-	workers, release := acquireStreamWorkers(2 * n * k)
+	workers, release := acquireStreamWorkers(size * n * k)
 	defer release()
 	chunk := streamChunk(n, workers, limit)
 	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
 		buf := getScratch(k)
 		defer putScratch(buf)
-		w := (*buf)[:k]
 		for j := ch * chunk; j < min(n, (ch+1)*chunk); j++ {
-			widenBF16(w, b[j*ldb:j*ldb+k])
+			w := rowOf(j, (*buf)[:k])
 			for i, x := range rows {
 				o := i*ldc + j
 				if s := alpha * dot(x, w); beta == 0 {

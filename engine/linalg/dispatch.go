@@ -40,6 +40,11 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		gemv(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case m*n*k < smallMACs:
 		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case transB && m > smallRowsMax && m <= fewRowsMax && k >= 64:
+		// Without the AVX-512 few-row kernels (several sequences decoded at once): each row of B dotted
+		// with every row of A reads B once and packs nothing. Short dots (a LoRA up-projection, k = rank)
+		// cost more in call overhead than packing.
+		fewRows(transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case m <= smallRowsMax && (m <= 4 || k <= 1024):
 		// Past 4 rows the few-row kernels stream op(B) once per 4 rows; with a long k (LoRA's weight
 		// gradients, k = tokens) packing once is cheaper.

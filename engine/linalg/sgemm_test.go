@@ -31,6 +31,17 @@ func TestSgemmShapes(t *testing.T) {
 			}
 		}
 	}
+	// A few rows times Bᵀ with a long k: several sequences decoded at once (fewRows without AVX-512).
+	for _, tA := range []bool{false, true} {
+		for _, m := range []int{5, 8, 16} {
+			for _, n := range []int{1, 17, 300} {
+				for _, k := range []int{64, 65, 700} {
+					s := scalars[rng.IntN(len(scalars))]
+					newGemmCase(rng, tA, true, m, n, k, s[0], s[1], rng.IntN(3)).check(t, "Sgemm", Sgemm)
+				}
+			}
+		}
+	}
 }
 
 // TestSgemmConcurrent runs parallel-sized products from several goroutines at once (as the engine does for
