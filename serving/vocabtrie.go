@@ -1,0 +1,124 @@
+package serving
+
+import (
+	"bytes"
+	"slices"
+)
+
+// tokenTrie is a byte trie of a vocabulary's ordinary tokens (not added tokens, not empty ones), so a
+// constraint computes the allowed tokens by walking it from the grammar's state instead of stepping the
+// grammar through every token of a 150k vocabulary: a subtree is skipped as soon as the grammar refuses
+// the byte that leads into it, so each step of the grammar serves every token sharing that prefix.
+//
+// The nodes are stored flat in preorder, which is the byte-wise sort order of the tokens: a node's
+// subtree is the run of nodes up to its end, its first child (if any) is the next node, and a child's
+// next sibling is that child's end. The tokens are sorted the same way, so the tokens that end at node i
+// are ids[nodes[i].tok:nodes[i+1].tok]. A final sentinel node closes the last run. About 12 bytes a node,
+// a few MB for Qwen3's or Llama 3's vocabulary, built once per base model (bases caches it).
+type tokenTrie struct {
+	nodes []trieNode
+	ids   []int32
+}
+
+type trieNode struct {
+	b   byte  // the byte leading into this node from its parent
+	end int32 // index past the last node of this subtree
+	tok int32 // index in ids of the first token ending at (or, past it, below) this node
+}
+
+// newTokenTrie builds the trie of ids 0..size-1 whose bytes are not empty, skipping those for which skip
+// is true.
+func newTokenTrie(size int, tokenBytes func(id int) []byte, skip func(id int) bool) *tokenTrie {
+	ids := make([]int32, 0, size)
+	for id := 0; id < size; id++ {
+		if len(tokenBytes(id)) > 0 && !skip(id) {
+			ids = append(ids, int32(id))
+		}
+	}
+	// A stable sort keeps duplicates (two ids with the same bytes) in id order; both end at one node.
+	slices.SortStableFunc(ids, func(a, b int32) int { return bytes.Compare(tokenBytes(int(a)), tokenBytes(int(b))) })
+
+	t := &tokenTrie{nodes: []trieNode{{}}, ids: ids}
+	path := []int32{0} // the nodes of the previous token's bytes, the root first
+	var prev []byte
+	for i, id := range ids {
+		bs := tokenBytes(int(id))
+		common := 0
+		for common < len(prev) && common < len(bs) && prev[common] == bs[common] {
+			common++
+		}
+		// Close the nodes of the previous token below the shared prefix: their subtrees are complete.
+		for len(path) > common+1 {
+			t.nodes[path[len(path)-1]].end = int32(len(t.nodes))
+			path = path[:len(path)-1]
+		}
+		for _, b := range bs[common:] {
+			path = append(path, int32(len(t.nodes)))
+			t.nodes = append(t.nodes, trieNode{b: b, tok: int32(i)})
+		}
+		prev = bs
+	}
+	for _, n := range path {
+		t.nodes[n].end = int32(len(t.nodes))
+	}
+	t.nodes = append(t.nodes, trieNode{tok: int32(len(ids))}) // sentinel
+	return t
+}
+
+// byteState is a grammar state stepped one byte at a time by value: step returns the state after b and
+// leaves the receiver as it was. The walk relies on that — it keeps each prefix's state in its own stack
+// frame, so backing out of a subtree is returning from the call, with nothing to undo. The grammars'
+// states are small values already (jsonMachine's container stack is an immutable string, toolCallGrammar
+// holds the jsonMachine and strings), so persistent values cost a copy of a few dozen bytes a node and
+// need no snapshot/restore bookkeeping.
+type byteState[S any] interface {
+	stepByte(b byte) (S, bool)
+	cost() int
+}
+
+// walkTrie sets mask[id] for every token below node that s accepts leaving a cost of at most limit.
+// Generic over the state's concrete type so that a step does not box the state (an allocation per node).
+func walkTrie[S byteState[S]](t *tokenTrie, node int32, s S, limit int, mask []bool) {
+	for c := node + 1; c < t.nodes[node].end; c = t.nodes[c].end {
+		n, ok := s.stepByte(t.nodes[c].b)
+		if !ok {
+			continue // no token with this prefix can come next
+		}
+		if lo, hi := t.nodes[c].tok, t.nodes[c+1].tok; lo < hi && n.cost() <= limit {
+			for _, id := range t.ids[lo:hi] {
+				if int(id) < len(mask) {
+					mask[id] = true
+				}
+			}
+		}
+		walkTrie(t, c, n, limit, mask)
+	}
+}
+
+// boxedState steps a grammar that has no by-value byte state through its interface, allocating on each
+// step: correct for any grammar over byte tokens, fast for none.
+type boxedState struct{ g grammar }
+
+func (s boxedState) stepByte(b byte) (boxedState, bool) {
+	g, ok := s.g.next(int(b))
+	return boxedState{g}, ok
+}
+
+func (s boxedState) cost() int { return s.g.cost() }
+
+func (m jsonMachine) stepByte(b byte) (jsonMachine, bool) { return m.step(b) }
+
+func (g toolCallGrammar) stepByte(b byte) (toolCallGrammar, bool) { return g.step(int(b)) }
+
+// allowTokens sets mask[id] for the ordinary tokens g accepts within limit, walking the trie from g's
+// state with its concrete type.
+func (t *tokenTrie) allowTokens(g grammar, limit int, mask []bool) {
+	switch g := g.(type) {
+	case jsonGrammar:
+		walkTrie(t, 0, g.m, limit, mask)
+	case toolCallGrammar:
+		walkTrie(t, 0, g, limit, mask)
+	default:
+		walkTrie(t, 0, boxedState{g}, limit, mask)
+	}
+}
