@@ -21,10 +21,17 @@ type tokenTrie struct {
 }
 
 type trieNode struct {
-	b   byte  // the byte leading into this node from its parent
-	end int32 // index past the last node of this subtree
-	tok int32 // index in ids of the first token ending at (or, past it, below) this node
+	b     byte  // the byte leading into this node from its parent
+	plain bool  // b and every byte below are plain string bytes (see isPlainStringByte)
+	end   int32 // index past the last node of this subtree
+	tok   int32 // index in ids of the first token ending at (or, past it, below) this node
 }
+
+// isPlainStringByte reports whether b stands for itself inside a JSON string: printable ASCII but the
+// quote and the backslash. A grammar inside a string reads such bytes without changing state, and most of
+// a constrained completion's tokens are string content (the values of a call's arguments), so the walk
+// takes a subtree made only of them in one go (see byteState.loopsOnPlain).
+func isPlainStringByte(b byte) bool { return b >= 0x20 && b < 0x80 && b != '"' && b != '\\' }
 
 // newTokenTrie builds the trie of ids 0..size-1 whose bytes are not empty, skipping those for which skip
 // is true.
@@ -62,6 +69,14 @@ func newTokenTrie(size int, tokenBytes func(id int) []byte, skip func(id int) bo
 		t.nodes[n].end = int32(len(t.nodes))
 	}
 	t.nodes = append(t.nodes, trieNode{tok: int32(len(ids))}) // sentinel
+	// A node's children come after it, so one backward pass sees every subtree's flags before its root's.
+	for i := len(t.nodes) - 2; i > 0; i-- {
+		plain := isPlainStringByte(t.nodes[i].b)
+		for c := int32(i) + 1; plain && c < t.nodes[i].end; c = t.nodes[c].end {
+			plain = t.nodes[c].plain
+		}
+		t.nodes[i].plain = plain
+	}
 	return t
 }
 
@@ -74,12 +89,27 @@ func newTokenTrie(size int, tokenBytes func(id int) []byte, skip func(id int) bo
 type byteState[S any] interface {
 	stepByte(b byte) (S, bool)
 	cost() int
+	// loopsOnPlain reports whether every plain string byte (isPlainStringByte) is accepted and leaves the
+	// state exactly as it is, as inside a JSON string.
+	loopsOnPlain() bool
 }
 
 // walkTrie sets mask[id] for every token below node that s accepts leaving a cost of at most limit.
 // Generic over the state's concrete type so that a step does not box the state (an allocation per node).
 func walkTrie[S byteState[S]](t *tokenTrie, node int32, s S, limit int, mask []bool) {
+	loops := s.loopsOnPlain()
 	for c := node + 1; c < t.nodes[node].end; c = t.nodes[c].end {
+		if loops && t.nodes[c].plain {
+			// Every token below c reads as s itself: all allowed or none, by s's cost.
+			if s.cost() <= limit {
+				for _, id := range t.ids[t.nodes[c].tok:t.nodes[t.nodes[c].end].tok] {
+					if int(id) < len(mask) {
+						mask[id] = true
+					}
+				}
+			}
+			continue
+		}
 		n, ok := s.stepByte(t.nodes[c].b)
 		if !ok {
 			continue // no token with this prefix can come next
@@ -106,9 +136,17 @@ func (s boxedState) stepByte(b byte) (boxedState, bool) {
 
 func (s boxedState) cost() int { return s.g.cost() }
 
+func (boxedState) loopsOnPlain() bool { return false }
+
 func (m jsonMachine) stepByte(b byte) (jsonMachine, bool) { return m.step(b) }
 
 func (g toolCallGrammar) stepByte(b byte) (toolCallGrammar, bool) { return g.step(int(b)) }
+
+// loopsOnPlain: in a string, jsonMachine.inString returns the machine unchanged for a plain byte (ws is
+// always 0 there: the opening quote reset it). The call's arguments are such a machine until it closes.
+func (m jsonMachine) loopsOnPlain() bool { return m.state == jString && m.utf8Left == 0 && m.ws == 0 }
+
+func (g toolCallGrammar) loopsOnPlain() bool { return g.phase == phaseArgs && g.args.loopsOnPlain() }
 
 // allowTokens sets mask[id] for the ordinary tokens g accepts within limit, walking the trie from g's
 // state with its concrete type.
