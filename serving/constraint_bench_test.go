@@ -101,3 +101,13 @@ func BenchmarkConstraintAllowQwen3(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGrammarVocabQwen3 measures building a base's vocabulary for grammars (the trie and its
+// string-content flags), which bases does once per base model, on its first constrained request.
+func BenchmarkGrammarVocabQwen3(b *testing.B) {
+	base := openTokenizerBase(b, "qwen3")
+	b.ReportAllocs()
+	for b.Loop() {
+		vocabOf(base)
+	}
+}

@@ -21,17 +21,11 @@ type tokenTrie struct {
 }
 
 type trieNode struct {
-	b     byte  // the byte leading into this node from its parent
-	plain bool  // b and every byte below are plain string bytes (see isPlainStringByte)
-	end   int32 // index past the last node of this subtree
-	tok   int32 // index in ids of the first token ending at (or, past it, below) this node
+	b       byte  // the byte leading into this node from its parent
+	content bool  // entered from a string's content, every token below is string content (markStringContent)
+	end     int32 // index past the last node of this subtree
+	tok     int32 // index in ids of the first token ending at (or, past it, below) this node
 }
-
-// isPlainStringByte reports whether b stands for itself inside a JSON string: printable ASCII but the
-// quote and the backslash. A grammar inside a string reads such bytes without changing state, and most of
-// a constrained completion's tokens are string content (the values of a call's arguments), so the walk
-// takes a subtree made only of them in one go (see byteState.loopsOnPlain).
-func isPlainStringByte(b byte) bool { return b >= 0x20 && b < 0x80 && b != '"' && b != '\\' }
 
 // newTokenTrie builds the trie of ids 0..size-1 whose bytes are not empty, skipping those for which skip
 // is true.
@@ -69,15 +63,71 @@ func newTokenTrie(size int, tokenBytes func(id int) []byte, skip func(id int) bo
 		t.nodes[n].end = int32(len(t.nodes))
 	}
 	t.nodes = append(t.nodes, trieNode{tok: int32(len(ids))}) // sentinel
-	// A node's children come after it, so one backward pass sees every subtree's flags before its root's.
-	for i := len(t.nodes) - 2; i > 0; i-- {
-		plain := isPlainStringByte(t.nodes[i].b)
-		for c := int32(i) + 1; plain && c < t.nodes[i].end; c = t.nodes[c].end {
-			plain = t.nodes[c].plain
-		}
-		t.nodes[i].plain = plain
-	}
+	t.markStringContent()
 	return t
+}
+
+// markStringContent sets each node's content flag: whether, for a JSON string at its content state (no
+// UTF-8 sequence, escape or \u sequence under way) at the node's parent, every path below the node is
+// accepted without leaving the string and every token below ends back at the content state. Such a state
+// reads those bytes whatever else it holds (the containers, whether the string is a key only matter once a
+// quote ends it, which no such path has), so the walk takes the whole subtree in one go with the state's
+// own cost (see byteState.atStringContent). Inside a string is where a constrained completion spends most
+// of its tokens (the values of a call's arguments) and where the grammar refuses the fewest tokens.
+//
+// The automaton is jsonMachine itself, run from a string's content over every byte to enumerate the states
+// a string passes through without ending (inside a UTF-8 sequence with its bounds, after a backslash,
+// inside \uXXXX: 13 of them), so the flags cannot drift from what step does. The flags are then computed
+// bottom-up for every entry state at once, one bit per state, in a backward pass over the preorder.
+func (t *tokenTrie) markStringContent() {
+	canon := func(m jsonMachine) jsonMachine {
+		if m.utf8Left == 0 {
+			m.lo, m.hi = 0, 0 // the bounds of a finished sequence are not read again
+		}
+		return m
+	}
+	inside := func(m jsonMachine) bool { return m.state == jString || m.state == jEscape || m.state == jUnicode }
+	states := []jsonMachine{{state: jString}} // states[0] is the content state
+	index := map[jsonMachine]int{states[0]: 0}
+	var delta [][256]int8 // the next state's index, -1 once the string ends or the byte is refused
+	for q := 0; q < len(states); q++ {
+		var row [256]int8
+		for b := range 256 {
+			n, ok := states[q].step(byte(b))
+			if !ok || !inside(n) {
+				row[b] = -1
+				continue
+			}
+			n = canon(n)
+			j, seen := index[n]
+			if !seen {
+				j = len(states)
+				index[n] = j
+				states = append(states, n)
+			}
+			row[b] = int8(j)
+		}
+		delta = append(delta, row)
+	}
+	if len(states) > 32 {
+		panic("serving: a JSON string has more states than markStringContent's bit sets hold")
+	}
+	closed := make([]uint32, len(t.nodes)) // bit q: entered from state q, the subtree is string content
+	all := uint32(1)<<len(states) - 1
+	for i := len(t.nodes) - 2; i > 0; i-- {
+		below := all
+		for c := int32(i) + 1; c < t.nodes[i].end; c = t.nodes[c].end {
+			below &= closed[c]
+		}
+		endsHere := t.nodes[i].tok < t.nodes[i+1].tok
+		for q := range delta {
+			d := delta[q][t.nodes[i].b]
+			if d >= 0 && (!endsHere || d == 0) && below&(1<<d) != 0 {
+				closed[i] |= 1 << q
+			}
+		}
+		t.nodes[i].content = closed[i]&1 != 0
+	}
 }
 
 // byteState is a grammar state stepped one byte at a time by value: step returns the state after b and
@@ -89,17 +139,18 @@ func newTokenTrie(size int, tokenBytes func(id int) []byte, skip func(id int) bo
 type byteState[S any] interface {
 	stepByte(b byte) (S, bool)
 	cost() int
-	// loopsOnPlain reports whether every plain string byte (isPlainStringByte) is accepted and leaves the
-	// state exactly as it is, as inside a JSON string.
-	loopsOnPlain() bool
+	// atStringContent reports whether the state is a JSON string's content state, where a node's content
+	// flag holds (markStringContent): every token below such a node is accepted and leaves the state's
+	// cost as it is.
+	atStringContent() bool
 }
 
 // walkTrie sets mask[id] for every token below node that s accepts leaving a cost of at most limit.
 // Generic over the state's concrete type so that a step does not box the state (an allocation per node).
 func walkTrie[S byteState[S]](t *tokenTrie, node int32, s S, limit int, mask []bool) {
-	loops := s.loopsOnPlain()
+	content := s.atStringContent()
 	for c := node + 1; c < t.nodes[node].end; c = t.nodes[c].end {
-		if loops && t.nodes[c].plain {
+		if content && t.nodes[c].content {
 			// Every token below c reads as s itself: all allowed or none, by s's cost.
 			if s.cost() <= limit {
 				for _, id := range t.ids[t.nodes[c].tok:t.nodes[t.nodes[c].end].tok] {
@@ -136,17 +187,23 @@ func (s boxedState) stepByte(b byte) (boxedState, bool) {
 
 func (s boxedState) cost() int { return s.g.cost() }
 
-func (boxedState) loopsOnPlain() bool { return false }
+func (boxedState) atStringContent() bool { return false }
 
 func (m jsonMachine) stepByte(b byte) (jsonMachine, bool) { return m.step(b) }
 
 func (g toolCallGrammar) stepByte(b byte) (toolCallGrammar, bool) { return g.step(int(b)) }
 
-// loopsOnPlain: in a string, jsonMachine.inString returns the machine unchanged for a plain byte (ws is
-// always 0 there: the opening quote reset it). The call's arguments are such a machine until it closes.
-func (m jsonMachine) loopsOnPlain() bool { return m.state == jString && m.utf8Left == 0 && m.ws == 0 }
+// atStringContent: inside a string, after any UTF-8 sequence (ws is always 0 there: the opening quote
+// reset it). A string's content costs the same wherever it ends at this state: the bytes past it are read
+// again only when they start a sequence or an escape, which they leave finished.
+func (m jsonMachine) atStringContent() bool {
+	return m.state == jString && m.utf8Left == 0 && m.ws == 0
+}
 
-func (g toolCallGrammar) loopsOnPlain() bool { return g.phase == phaseArgs && g.args.loopsOnPlain() }
+// atStringContent: the call's arguments are a jsonMachine until they close, which a string never does.
+func (g toolCallGrammar) atStringContent() bool {
+	return g.phase == phaseArgs && g.args.atStringContent()
+}
 
 // allowTokens sets mask[id] for the ordinary tokens g accepts within limit, walking the trie from g's
 // state with its concrete type.
