@@ -117,3 +117,29 @@ func BenchmarkActivations(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStream measures how fast one core and all cores stream a bfloat16 matrix through the fused
+// widen-and-dot kernel (the inner loop of a decoded token), in GB/s: the roofline of batch-1 decoding, which
+// reads every weight of the model once per token.
+func BenchmarkStream(b *testing.B) {
+	const k = 1024
+	n := 128 << 20 / (2 * k) // 128 MiB of bfloat16, far beyond the caches
+	m := make([]uint16, n*k)
+	for i := range m {
+		m[i] = ToBF16(float32(i%7) - 3)
+	}
+	x := randSlice(rand.New(rand.NewPCG(1, 1)), k)
+	for _, w := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("threads=%d", w), func(b *testing.B) {
+			const rows = 256
+			for b.Loop() {
+				parallelFor(w, n/rows, func(_, ch int) {
+					for j := ch * rows; j < (ch+1)*rows; j++ {
+						dotBF16(x, m[j*k:(j+1)*k])
+					}
+				})
+			}
+			b.ReportMetric(float64(2*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}

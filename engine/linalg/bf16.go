@@ -98,6 +98,10 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 			gemvRowsBF16(b, ldb, x, n, alpha, beta, c)
 			return
 		}
+		if m <= fewRowsMax {
+			fewRowsBF16(transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
 		sgemmBF16Cols(transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -164,6 +168,47 @@ func widenRows(w []float32, b []uint16, ldb, r0, rows, cols int) {
 	parallelFor(workers, (rows+band-1)/band, func(_, i int) {
 		for r := i * band; r < min(rows, (i+1)*band); r++ {
 			widenBF16(w[r*cols:(r+1)*cols], b[(r0+r)*ldb:(r0+r)*ldb+cols])
+		}
+	})
+}
+
+// fewRowsMax is the most rows of A fewRowsBF16 takes: up to it, dotting each widened row of B with every
+// row of A beats widening B into blocks and packing them for the blocked kernel (decoding 8 sequences of
+// SmolLM2-135M's shape: BenchmarkBaseDType/decode8).
+const fewRowsMax = 16
+
+// fewRowsBF16 computes C = alpha·op(A)·Bᵀ + beta·C for a few rows of A (several sequences decoded together)
+// with B stored n × k in bfloat16. Each row of B is widened once, into a buffer that stays in L1, and dotted
+// with every row of op(A), which stay in L2: B streams from memory once for all the rows, as in a
+// matrix-vector product, instead of being widened into blocks and then packed.
+func fewRowsBF16(transA bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+	beta float32, c []float32, ldc int) {
+	const limit = 256
+	rows := make([][]float32, m)
+	for i := range rows {
+		if transA {
+			rows[i] = vectorOf(a[i:], true, lda, k)
+		} else {
+			rows[i] = a[i*lda : i*lda+k]
+		}
+	}
+	workers, release := acquireStreamWorkers(2 * n * k)
+	defer release()
+	chunk := streamChunk(n, workers, limit)
+	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
+		buf := getScratch(k)
+		defer putScratch(buf)
+		w := (*buf)[:k]
+		for j := ch * chunk; j < min(n, (ch+1)*chunk); j++ {
+			widenBF16(w, b[j*ldb:j*ldb+k])
+			for i, x := range rows {
+				o := i*ldc + j
+				if s := alpha * dot(x, w); beta == 0 {
+					c[o] = s
+				} else {
+					c[o] = s + beta*c[o]
+				}
+			}
 		}
 	})
 }

@@ -45,6 +45,7 @@ func TestSgemmBF16(t *testing.T) {
 		transA, transB bool
 	}{
 		{1, 300, 70, false, true}, {1, 9, 5, true, true}, {3, 2000, 40, false, true}, {16, 700, 129, false, true},
+		{5, 300, 70, true, true}, {8, 1536, 576, false, true}, {17, 64, 33, false, true},
 		{40, 1100, 1000, false, true}, {50, 33, 17, true, true}, {1, 300, 70, false, false}, {5, 64, 3000, false, false},
 		{37, 129, 2100, true, false}, {200, 96, 48, false, true},
 	} {

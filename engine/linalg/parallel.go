@@ -51,3 +51,28 @@ func acquireWorkers(m, n, k int) (int, func()) {
 	active := int(parallelCalls.Add(1))
 	return max(1, procs/active), func() { parallelCalls.Add(-1) }
 }
+
+// acquireStreamWorkers is acquireWorkers for a product that streams a matrix from memory once and does little
+// arithmetic per byte (a few rows of bfloat16 weights, fewRowsBF16): it is split by the bytes it reads, from
+// minParallelBytes on, where one core's bandwidth (13–14 GB/s against 20–24 for two on the 2-core machine,
+// BenchmarkStream) limits it, though its multiply-adds are below acquireWorkers' threshold. Matrix-vector
+// products (one decoded token) are not split this way: each takes tens of microseconds, about what waking a
+// second goroutine's thread costs, and splitting them measured no faster.
+func acquireStreamWorkers(bytes int) (int, func()) {
+	const minParallelBytes = 96 << 10
+	procs := runtime.GOMAXPROCS(0)
+	if procs == 1 || bytes < minParallelBytes {
+		return 1, func() {}
+	}
+	active := int(parallelCalls.Add(1))
+	return max(1, procs/active), func() { parallelCalls.Add(-1) }
+}
+
+// streamChunk is how many of n outputs one claim of a parallel streaming product takes: at most limit, and
+// small enough that each of the workers claims several, so a core slowed by other load takes fewer.
+func streamChunk(n, workers, limit int) int {
+	if workers <= 1 {
+		return min(n, limit)
+	}
+	return max(16, min(limit, (n+4*workers-1)/(4*workers)))
+}

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +75,7 @@ func main() {
 		threads   = flag.Int("threads", runtime.GOMAXPROCS(0), "threads of both systems (compare)")
 		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
 		only      = flag.String("shapes", "", "comma-separated shapes to run (compare; default all)")
+		profile   = flag.String("cpuprofile", "", "write a CPU profile of the workload to this file (not with -compare)")
 	)
 	flag.Parse()
 	if *compare {
@@ -88,6 +90,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "enginebench: unknown shape %q (%s)\n", *shapeName, shapeNames())
 		os.Exit(2)
 	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "enginebench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch *work {
 	case "rl", "sft":
@@ -98,6 +111,7 @@ func main() {
 		err = fmt.Errorf("unknown work %q", *work)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "enginebench:", err)
 		os.Exit(1)
 	}
