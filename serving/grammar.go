@@ -7,12 +7,14 @@ import (
 )
 
 // grammar is a language over token ids, walked one token at a time. Implementations are small values:
-// next returns a new grammar and never changes the receiver, so a constraint can try every candidate token.
+// next returns a new grammar and never changes the receiver, so a constraint can try any candidate token,
+// and the trie walk of a mask keeps one state per prefix (tokenTrie).
 type grammar interface {
 	// next returns the grammar after token id, or false when id cannot come next.
 	next(id int) (grammar, bool)
-	// try reports whether id may come next and the cost after it, without allocating: it runs for every
-	// token of the vocabulary at every sampling step.
+	// try reports whether id may come next and the cost after it, without allocating. It decides the
+	// tokens read whole (tool-call markers); a mask over the vocabulary is computed at once by
+	// masker.allow, which must agree with try on every token (the tests check it against try).
 	try(id int) (cost int, ok bool)
 	// cost is the fewest tokens that reach a complete sentence from here.
 	cost() int
