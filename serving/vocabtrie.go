@@ -134,8 +134,8 @@ func (t *tokenTrie) markStringContent() {
 // leaves the receiver as it was. The walk relies on that — it keeps each prefix's state in its own stack
 // frame, so backing out of a subtree is returning from the call, with nothing to undo. The grammars'
 // states are small values already (jsonMachine's container stack is an immutable string, toolCallGrammar
-// holds the jsonMachine and strings), so persistent values cost a copy of a few dozen bytes a node and
-// need no snapshot/restore bookkeeping.
+// holds the jsonMachine and strings), so persistent values cost a copy of at most a couple hundred bytes
+// a node and need no snapshot/restore bookkeeping.
 type byteState[S any] interface {
 	stepByte(b byte) (S, bool)
 	cost() int
@@ -193,9 +193,9 @@ func (m jsonMachine) stepByte(b byte) (jsonMachine, bool) { return m.step(b) }
 
 func (g toolCallGrammar) stepByte(b byte) (toolCallGrammar, bool) { return g.step(int(b)) }
 
-// atStringContent: inside a string, after any UTF-8 sequence (ws is always 0 there: the opening quote
-// reset it). A string's content costs the same wherever it ends at this state: the bytes past it are read
-// again only when they start a sequence or an escape, which they leave finished.
+// atStringContent: inside a string, between characters (ws is always 0 there: the opening quote reset
+// it). A token of string content leaves the machine here again with the same cost: cost reads utf8Left
+// and hexLeft, both back at 0, and nothing else a string changes.
 func (m jsonMachine) atStringContent() bool {
 	return m.state == jString && m.utf8Left == 0 && m.ws == 0
 }
