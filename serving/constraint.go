@@ -6,39 +6,36 @@ package serving
 // object always parses, a forced tool call is always well formed — as long as the budget covers the
 // grammar's shortest sentence, which Service.Start checks before sampling.
 type constraint struct {
-	g     grammar
-	left  int // tokens that may still be generated, end-of-turn included
-	stops map[int]bool
+	g     masker
+	left  int   // tokens that may still be generated, end-of-turn included
+	stops []int // the end-of-turn tokens
 }
 
-func newConstraint(g grammar, budget int, stops []int) *constraint {
-	c := &constraint{g: g, left: budget, stops: map[int]bool{}}
-	for _, id := range stops {
-		c.stops[id] = true
-	}
-	return c
+func newConstraint(g masker, budget int, stops []int) *constraint {
+	return &constraint{g: g, left: budget, stops: stops}
 }
 
 // minBudget is the fewest tokens a completion of g needs, end-of-turn included.
 func minBudget(g grammar) int { return g.cost() + 1 }
 
-// Allow sets mask[id] to whether token id may come next.
+// Allow sets mask[id] to whether token id may come next: a token the grammar accepts (computed by the
+// grammar for the whole vocabulary at once, see tokenTrie) or, once the sentence is complete, the end of
+// turn.
 func (c *constraint) Allow(mask []bool) {
-	for id := range mask {
-		if c.stops[id] {
-			mask[id] = c.g.done()
-			continue
+	// After a token, left-1 tokens remain: enough for the rest of the sentence (cost) and the end of turn.
+	c.g.allow(mask, c.left-2)
+	done := c.g.done()
+	for _, id := range c.stops {
+		if id >= 0 && id < len(mask) {
+			mask[id] = done
 		}
-		cost, ok := c.g.try(id)
-		// After this token, left-1 tokens remain: enough for the rest of the sentence and the end of turn.
-		mask[id] = ok && cost+1 <= c.left-1
 	}
 }
 
 // Advance records that token id was sampled.
 func (c *constraint) Advance(id int) {
 	if g, ok := c.g.next(id); ok {
-		c.g = g
+		c.g = g.(masker) // a masker's next is of its own type
 	}
 	c.left--
 }

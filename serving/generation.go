@@ -15,7 +15,8 @@ import (
 type Generation struct {
 	req        Request
 	base       *engine.Base
-	sampler    *engine.Sampler // batches the decoding of every request on the same base and adapter
+	sampler    *engine.Sampler      // batches the decoding of every request on the same base and adapter
+	vocab      func() *grammarVocab // the base's vocabulary for grammars, built on first use
 	prompt     []int
 	params     engine.SampleParams
 	parseTools bool
@@ -88,7 +89,7 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 // ignore_eos, a ban on the end-of-turn tokens. It refuses a token budget too small for the shortest valid
 // output of a grammar, so a constrained choice always finishes complete.
 func (g *Generation) constrain() error {
-	var gr grammar
+	var gr grammar // over byte tokens
 	what := "response_format json_object"
 	switch mode := g.req.ToolChoice.Mode; {
 	case g.parseTools && (mode == ToolChoiceRequired || mode == ToolChoiceFunction):
@@ -116,7 +117,7 @@ func (g *Generation) constrain() error {
 	default:
 		return nil
 	}
-	gr = onTokens(gr, g.base)
+	var m masker = onTokens(gr, g.vocab())
 	if th := g.thinking; th.on {
 		// The structured output comes after the reasoning, as in vLLM: the model may open a think block
 		// first (Qwen3 does), or is in one the prompt opened, and the grammar applies after </think>.
@@ -124,19 +125,19 @@ func (g *Generation) constrain() error {
 		if th.inside {
 			phase = reasonInside
 		}
-		gr = afterReasoning{start: th.start, end: th.end, g: gr, phase: phase}
+		m = afterReasoning{start: th.start, end: th.end, g: m, phase: phase}
 	}
 	budget := g.base.ContextLength() - len(g.prompt)
 	if g.req.MaxTokens > 0 {
 		budget = min(budget, g.req.MaxTokens)
 	}
-	if need := minBudget(gr); budget < need {
+	if need := minBudget(m); budget < need {
 		return trainyard.Errorf(trainyard.EBADREQUEST,
 			"%s needs at least %d completion tokens, but only %d are available: raise max_tokens or shorten the messages.",
 			what, need, budget)
 	}
 	stops := g.base.StopTokens()
-	g.params.Constraint = func(int) engine.Constraint { return newConstraint(gr, budget, stops) }
+	g.params.Constraint = func(int) engine.Constraint { return newConstraint(m, budget, stops) }
 	return nil
 }
 

@@ -4,16 +4,17 @@ import (
 	"strings"
 
 	"github.com/trainyard/trainyard/engine"
-	"github.com/trainyard/trainyard/engine/tokenizer"
 )
 
 // grammar is a language over token ids, walked one token at a time. Implementations are small values:
-// next returns a new grammar and never changes the receiver, so a constraint can try every candidate token.
+// next returns a new grammar and never changes the receiver, so a constraint can try any candidate token,
+// and the trie walk of a mask keeps one state per prefix (tokenTrie).
 type grammar interface {
 	// next returns the grammar after token id, or false when id cannot come next.
 	next(id int) (grammar, bool)
-	// try reports whether id may come next and the cost after it, without allocating: it runs for every
-	// token of the vocabulary at every sampling step.
+	// try reports whether id may come next and the cost after it, without allocating. It decides the
+	// tokens read whole (tool-call markers); a mask over the vocabulary is computed at once by
+	// masker.allow, which must agree with try on every token (the tests check it against try).
 	try(id int) (cost int, ok bool)
 	// cost is the fewest tokens that reach a complete sentence from here.
 	cost() int
@@ -242,34 +243,46 @@ type tokenGrammar struct {
 	v *grammarVocab
 }
 
-// grammarVocab is what tokenGrammar reads of the tokenizer, shared by every step.
+// grammarVocab is what tokenGrammar reads of the tokenizer, shared by every step and, with its trie, by
+// every constrained request on one base model (bases builds it once per base, on first use).
 type grammarVocab struct {
 	bytes func(id int) []byte
 	added func(id int) bool
 	pass  [2]int // tool-call tokens handed to the grammar as ids
+	trie  *tokenTrie
 }
 
-// onTokens adapts g to base's tokenizer; on the byte-level tokenizer it is g itself.
-func onTokens(g grammar, base *engine.Base) grammar {
-	tok := base.Tokenizer()
-	if _, byteLevel := tok.(*tokenizer.Tokenizer); byteLevel {
-		return g
-	}
-	v := &grammarVocab{bytes: tok.TokenBytes, pass: [2]int{-1, -1}}
-	if start, end, ok := base.ToolCallTokens(); ok {
-		v.pass = [2]int{start, end}
-	}
-	if a, ok := tok.(interface{ IsAdded(int) bool }); ok {
-		v.added = a.IsAdded
-	} else {
-		v.added = tok.IsSpecial
-	}
-	return tokenGrammar{g: g, v: v}
+// newGrammarVocab reads a vocabulary of size ids. The trie holds the tokens a grammar reads as bytes:
+// not the added ones (which never occur inside a sentence) and not the pass-through ones.
+func newGrammarVocab(size int, tokenBytes func(id int) []byte, added func(id int) bool, pass [2]int) *grammarVocab {
+	v := &grammarVocab{bytes: tokenBytes, added: added, pass: pass}
+	v.trie = newTokenTrie(size, tokenBytes, func(id int) bool { return added(id) || id == pass[0] || id == pass[1] })
+	return v
 }
+
+// vocabOf reads base's tokenizer for grammars. Every tokenizer goes through tokenGrammar, the engine's
+// byte-level one too (its ids 0..255 are the bytes and its special tokens are added tokens), so one mask
+// computation serves them all. The masks cover the model's vocabulary, which may be padded past the
+// tokenizer's (ids with no bytes are never allowed inside a sentence).
+func vocabOf(base *engine.Base) *grammarVocab {
+	tok := base.Tokenizer()
+	pass := [2]int{-1, -1}
+	if start, end, ok := base.ToolCallTokens(); ok {
+		pass = [2]int{start, end}
+	}
+	added := tok.IsSpecial
+	if a, ok := tok.(interface{ IsAdded(int) bool }); ok {
+		added = a.IsAdded
+	}
+	return newGrammarVocab(min(tok.VocabSize(), base.VocabSize()), tok.TokenBytes, added, pass)
+}
+
+// onTokens adapts g, a grammar over byte tokens, to the tokenizer read into v.
+func onTokens(g grammar, v *grammarVocab) tokenGrammar { return tokenGrammar{g: g, v: v} }
 
 // byteRunner is a grammar over bytes that can take a whole token's bytes at once. Stepping the concrete
-// type and boxing only the result keeps the per-token check free of an allocation per byte, which
-// dominated the masking of a 128k vocabulary.
+// type and boxing only the result keeps a token's check (try, next) free of an allocation per byte. Masks
+// do not check tokens one by one: tokenGrammar.allow walks the vocabulary's trie.
 type byteRunner interface {
 	tryBytes(bs []byte) (cost int, ok bool)
 	nextBytes(bs []byte) (grammar, bool)
@@ -385,6 +398,28 @@ func (t tokenGrammar) try(id int) (int, bool) {
 func (t tokenGrammar) cost() int  { return t.g.cost() }
 func (t tokenGrammar) done() bool { return t.g.done() }
 
+// masker is a grammar that computes at once which tokens may come next, as a constraint needs before
+// every sampled token.
+type masker interface {
+	grammar
+	// allow sets mask[id] for every id to whether try(id) accepts it with a cost of at most limit. (The
+	// constraint then sets the end-of-turn tokens itself.)
+	allow(mask []bool, limit int)
+}
+
+// allow walks the vocabulary's trie from the grammar's state, then asks about the tool-call tokens, the
+// only ones read whole. Added tokens are not in the trie, so they stay refused, as in try.
+func (t tokenGrammar) allow(mask []bool, limit int) {
+	clear(mask)
+	t.v.trie.allowTokens(t.g, limit, mask)
+	for _, id := range t.v.pass {
+		if id >= 0 && id < len(mask) {
+			cost, ok := t.g.try(id)
+			mask[id] = ok && cost <= limit
+		}
+	}
+}
+
 // afterReasoning puts a think block before a grammar's sentence, as vLLM applies structured output only
 // once the reasoning has ended. A completion that starts inside the block (the prompt opened it) reasons
 // freely — any token but the end of turn, which the constraint allows only once the grammar is done —
@@ -393,7 +428,7 @@ func (t tokenGrammar) done() bool { return t.g.done() }
 // for the closing marker and g's shortest sentence.
 type afterReasoning struct {
 	start, end int // <think>, </think>
-	g          grammar
+	g          masker
 	phase      reasoningPhase
 }
 
@@ -420,7 +455,7 @@ func (a afterReasoning) next(id int) (grammar, bool) {
 	if !ok {
 		return a, false
 	}
-	a.g, a.phase = g, reasonClosed
+	a.g, a.phase = g.(masker), reasonClosed // a masker's next is of its own type
 	return a, true
 }
 
@@ -444,3 +479,22 @@ func (a afterReasoning) cost() int {
 }
 
 func (a afterReasoning) done() bool { return a.phase != reasonInside && a.g.done() }
+
+// allow follows try: inside the block every token is allowed at the block's cost and </think> at the
+// sentence's; otherwise the mask is g's, plus <think> first when a block may open.
+func (a afterReasoning) allow(mask []bool, limit int) {
+	if a.phase == reasonInside {
+		ok := a.cost() <= limit
+		for id := range mask {
+			mask[id] = ok
+		}
+		if a.end >= 0 && a.end < len(mask) {
+			mask[a.end] = a.g.cost() <= limit
+		}
+		return
+	}
+	a.g.allow(mask, limit)
+	if a.phase == reasonOptional && a.start >= 0 && a.start < len(mask) {
+		mask[a.start] = 1+a.g.cost() <= limit
+	}
+}

@@ -91,8 +91,9 @@ func TestNamedToolCallConstraintForcesTheName(t *testing.T) {
 func TestTokenGrammarMultiByteTokens(t *testing.T) {
 	vocab := map[int]string{10: "{", 11: `"a":`, 12: "1}", 13: "}", 14: " x", 15: `{"name":"`, 16: `f","arguments":{}}`,
 		20: "<|im_end|>", 1000: "<tool_call>", 1001: "</tool_call>"}
-	v := &grammarVocab{bytes: func(id int) []byte { return []byte(vocab[id]) },
-		added: func(id int) bool { return id == 20 || id >= 1000 }, pass: [2]int{-1, -1}}
+	tokenBytes := func(id int) []byte { return []byte(vocab[id]) }
+	added := func(id int) bool { return id == 20 || id >= 1000 }
+	v := newGrammarVocab(1002, tokenBytes, added, [2]int{-1, -1})
 	var g grammar = tokenGrammar{g: jsonGrammar{}, v: v}
 	if _, ok := g.try(14); ok {
 		t.Fatal(`" x" accepted at the start of a JSON object`)
@@ -115,7 +116,7 @@ func TestTokenGrammarMultiByteTokens(t *testing.T) {
 		t.Fatal(`{"a":1} is not a complete object`)
 	}
 
-	v.pass = [2]int{1000, 1001}
+	v = newGrammarVocab(1002, tokenBytes, added, [2]int{1000, 1001})
 	g = tokenGrammar{g: newToolCallGrammar(1000, 1001, []string{"f"}, false), v: v}
 	for _, id := range []int{1000, 15, 16, 1001} {
 		var ok bool
@@ -187,12 +188,12 @@ func TestJSONCallConstraintProducesOneCall(t *testing.T) {
 func TestAfterReasoningConstraint(t *testing.T) {
 	t.Parallel()
 	const thinkStart, thinkEnd = 261, 262
-	g := afterReasoning{start: thinkStart, end: thinkEnd, g: jsonGrammar{}, phase: reasonInside}
+	g := afterReasoning{start: thinkStart, end: thinkEnd, g: byteTokens(jsonGrammar{}), phase: reasonInside}
 	if need := minBudget(g); need != 1+2+1 {
 		t.Fatalf("minBudget = %d, want </think>, {}, end of turn", need)
 	}
 	// Optional: a block may open first, or the sentence starts at once; the minimum is the sentence's.
-	opt := afterReasoning{start: thinkStart, end: thinkEnd, g: jsonGrammar{}}
+	opt := afterReasoning{start: thinkStart, end: thinkEnd, g: byteTokens(jsonGrammar{})}
 	if need := minBudget(opt); need != 2+1 {
 		t.Fatalf("optional block: minBudget = %d, want {}, end of turn", need)
 	}

@@ -79,14 +79,25 @@ func TestJSONMachineIncompleteIsNotDone(t *testing.T) {
 
 // randomWalk samples uniformly among the tokens a constraint allows until a stop token is chosen, and
 // fails the test if the constraint ever leaves nothing to choose.
+// randomWalk samples a completion of g under a constraint with the given budget, each token drawn
+// uniformly from those the constraint allows, and checks every mask against the brute-force reference. A
+// grammar over byte tokens is run on the byte vocabulary of these tests (ids 0..255 the bytes).
 func randomWalk(t *testing.T, g grammar, budget int, rng *rand.Rand) []int {
 	t.Helper()
 	const stop = 256
-	c := newConstraint(g, budget, []int{stop})
-	mask := make([]bool, 264)
+	m, ok := g.(masker)
+	if !ok {
+		m = byteTokens(g)
+	}
+	c := newConstraint(m, budget, []int{stop})
+	mask, want := make([]bool, 264), make([]bool, 264)
 	var out []int
 	for {
 		c.Allow(mask)
+		bruteForceAllow(c.g, c.left, c.stops, want)
+		if id := firstDifference(mask, want); id >= 0 {
+			t.Fatalf("after %q: token %d allowed %v, brute force says %v", bytesOf(out), id, mask[id], want[id])
+		}
 		var allowed []int
 		for id, ok := range mask {
 			if ok {

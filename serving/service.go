@@ -116,11 +116,12 @@ func (s *Service) prepare(ctx context.Context, req Request) (*Generation, error)
 	if err != nil {
 		return nil, err
 	}
-	base, sampler, err := s.bases.get(tg.Base)
+	slot, err := s.bases.get(tg.Base)
 	if err != nil {
 		return nil, err
 	}
-	g := &Generation{req: req, base: base, sampler: sampler,
+	base := slot.base
+	g := &Generation{req: req, base: base, sampler: slot.sampler, vocab: slot.grammarVocab,
 		// With tool_choice "none" the model still sees the tools (as in vLLM), its output is not parsed.
 		parseTools: len(req.Tools) > 0 && req.ToolChoice.Mode != ToolChoiceNone}
 	if tg.Checkpoint != nil {
