@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // gemmShape is one benchmarked product: op(A) is m×k, op(B) is k×n.
@@ -142,4 +143,28 @@ func BenchmarkStream(b *testing.B) {
 			b.ReportMetric(float64(2*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
+}
+
+// BenchmarkHandoff measures what handing half of a short product to another goroutine costs, with 30 µs of
+// the caller's own work between products as in a decoding step: a goroutine started per product (parked
+// thread woken each time) against a Team's spinning partner. ns/op includes the 30 µs.
+func BenchmarkHandoff(b *testing.B) {
+	work := func() {
+		for t := time.Now(); time.Since(t) < 30*time.Microsecond; {
+		}
+	}
+	b.Run("goroutine", func(b *testing.B) {
+		for b.Loop() {
+			work()
+			parallelFor(2, 2, func(_, _ int) {})
+		}
+	})
+	b.Run("team", func(b *testing.B) {
+		t := NewTeam()
+		defer t.Close()
+		for b.Loop() {
+			work()
+			t.run(2, func(int) {})
+		}
+	})
 }

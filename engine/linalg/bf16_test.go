@@ -89,3 +89,38 @@ func randVec(rng *rand.Rand, n int) []float32 {
 	}
 	return v
 }
+
+// TestGemvBF16T: the Team's split product equals SgemmBF16's, with and without a partner, over shapes whose
+// row counts are and are not whole chunks, many times over (so the partner joins at every point).
+func TestGemvBF16T(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	for _, team := range []*Team{nil, NewTeam()} {
+		for _, s := range []struct{ n, k int }{{1, 5}, {31, 64}, {33, 576}, {1536, 576}, {576, 1536}} {
+			ldb := s.k + 2
+			b := make([]uint16, s.n*ldb)
+			for i := range b {
+				b[i] = ToBF16(float32(rng.NormFloat64()))
+			}
+			x := make([]float32, s.k)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			want := make([]float32, s.n)
+			for i := range want {
+				want[i] = float32(rng.NormFloat64())
+			}
+			base := append([]float32(nil), want...)
+			SgemmBF16(false, true, 1, s.n, s.k, 0.5, x, s.k, b, ldb, 2, want, s.n)
+			for rep := 0; rep < 50; rep++ {
+				got := append([]float32(nil), base...)
+				GemvBF16T(team, s.n, s.k, 0.5, x, b, ldb, 2, got)
+				for j := range got {
+					if got[j] != want[j] {
+						t.Fatalf("team %v n=%d k=%d: y[%d] = %v, want %v", team != nil, s.n, s.k, j, got[j], want[j])
+					}
+				}
+			}
+		}
+		team.Close()
+	}
+}

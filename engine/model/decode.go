@@ -104,6 +104,11 @@ func (w *Weights) Decode(ctx context.Context, caches []*Cache, tokens []int, lor
 	for i := range tokens {
 		p.offs[i+1] = i + 1
 	}
+	if len(tokens) == 1 {
+		// One sequence: each product is a matrix-vector product too short to hand to a parked goroutine.
+		p.team = linalg.NewTeam()
+		defer p.team.Close()
+	}
 	if err := p.run(ctx, p.embed()); err != nil {
 		return nil, err
 	}

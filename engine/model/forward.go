@@ -47,11 +47,12 @@ type Pass struct {
 	xOut     []float32 // final residual stream
 	rf, hf   []float32 // final norm scale and normed output
 	rng      *rand.Rand
-	scratch  [][]float32 // per worker
-	decode   []*Cache    // set for a decode step
-	dhf      []float32   // gradient w.r.t. hf accumulated by AddHeadGrad
-	FlopsFwd int64       // matmul flops issued by the forward pass
-	FlopsBwd int64       // matmul flops issued by Backward
+	scratch  [][]float32  // per worker
+	decode   []*Cache     // set for a decode step
+	team     *linalg.Team // set for a decode step of one sequence
+	dhf      []float32    // gradient w.r.t. hf accumulated by AddHeadGrad
+	FlopsFwd int64        // matmul flops issued by the forward pass
+	FlopsBwd int64        // matmul flops issued by Backward
 }
 
 // Forward runs seqs through the model.
@@ -194,7 +195,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
-	p.w.Layers[l].W[m].MulT(N, x, beta, y)
+	p.w.Layers[l].W[m].mulTOne(p.team, N, x, beta, y)
 	p.FlopsFwd += int64(2 * N * out * in)
 	if b := p.w.Layers[l].Bias[m]; b != nil {
 		for r := 0; r < N; r++ {

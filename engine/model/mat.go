@@ -35,6 +35,16 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 	linalg.Sgemm(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.F32, m.Cols, beta, y, m.Rows)
 }
 
+// mulTOne is MulT for one row with t, when set, taking part in a bfloat16 product (a decoding step of one
+// sequence, see linalg.Team).
+func (m *Mat) mulTOne(t *linalg.Team, n int, x []float32, beta float32, y []float32) {
+	if t != nil && n == 1 && m.BF16 != nil {
+		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
+		return
+	}
+	m.MulT(n, x, beta, y)
+}
+
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
 func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
 	if m.BF16 != nil {
