@@ -237,14 +237,20 @@ func gemvRowsBF16(b []uint16, ldb int, x []float32, n int, alpha, beta float32, 
 	workers, release := acquireWorkers(n, k, 1)
 	defer release()
 	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
-		j0 := ch * chunk
-		var tmp [chunk]float32
-		dots := tmp[:min(chunk, n-j0)]
-		for j := range dots {
-			dots[j] = dotBF16(x, b[(j0+j)*ldb:(j0+j)*ldb+k])
-		}
-		mergeVector(dots, alpha, beta, out[j0:], 1)
+		rowsDotBF16(b, ldb, x, ch*chunk, min(chunk, n-ch*chunk), alpha, beta, out)
 	})
+}
+
+// rowsDotBF16 sets out[j] = alpha·Dot(x, B[j, :]) + beta·out[j] for the rows j0 .. j0+rows-1 of B (at most
+// 256): one claimed chunk of a matrix-vector product.
+func rowsDotBF16(b []uint16, ldb int, x []float32, j0, rows int, alpha, beta float32, out []float32) {
+	var tmp [256]float32
+	dots := tmp[:rows]
+	k := len(x)
+	for j := range dots {
+		dots[j] = dotBF16(x, b[(j0+j)*ldb:(j0+j)*ldb+k])
+	}
+	mergeVector(dots, alpha, beta, out[j0:], 1)
 }
 
 var scratchPool = make(chan *[]float32, 8)

@@ -102,12 +102,6 @@ func GemvBF16T(t *Team, n, k int, alpha float32, x []float32, b []uint16, ldb in
 	const chunk = 32
 	x = x[:k]
 	t.run((n+chunk-1)/chunk, func(ch int) {
-		j0 := ch * chunk
-		var tmp [chunk]float32
-		dots := tmp[:min(chunk, n-j0)]
-		for j := range dots {
-			dots[j] = dotBF16(x, b[(j0+j)*ldb:(j0+j)*ldb+k])
-		}
-		mergeVector(dots, alpha, beta, y[j0:], 1)
+		rowsDotBF16(b, ldb, x, ch*chunk, min(chunk, n-ch*chunk), alpha, beta, y)
 	})
 }
