@@ -198,7 +198,8 @@ func fewRows(transA bool, m, n, k int, alpha float32, a []float32, lda int, b []
 }
 
 // fewRowsOf is the loop of fewRows and fewRowsBF16: rowOf returns row j of B as float32 (in the k-value
-// buffer it is given, or in place); size is the bytes of a stored value, which decide the parallelism.
+// buffer it is given, or in place); size is the bytes of a stored value, which decide the parallelism and
+// whether rows need a buffer.
 func fewRowsOf(transA bool, m, n, k int, alpha float32, a []float32, lda, size int,
 	rowOf func(j int, buf []float32) []float32, beta float32, c []float32, ldc int) {
 	const limit = 256
@@ -214,10 +215,14 @@ func fewRowsOf(transA bool, m, n, k int, alpha float32, a []float32, lda, size i
 	defer release()
 	chunk := streamChunk(n, workers, limit)
 	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
-		buf := getScratch(k)
-		defer putScratch(buf)
+		var w []float32
+		if size < 4 { // a row to widen needs a buffer; float32 rows are read in place
+			buf := getScratch(k)
+			defer putScratch(buf)
+			w = (*buf)[:k]
+		}
 		for j := ch * chunk; j < min(n, (ch+1)*chunk); j++ {
-			w := rowOf(j, (*buf)[:k])
+			w := rowOf(j, w)
 			for i, x := range rows {
 				o := i*ldc + j
 				if s := alpha * dot(x, w); beta == 0 {
