@@ -15,36 +15,127 @@ import (
 	"github.com/trainyard/trainyard/jobspec"
 )
 
+// TestAddressPolicy judges every spelling of an address in each mode: a
+// shared service (public addresses only), `serve`'s default (loopback too)
+// and TRAINYARD_FETCH_ALLOW_LOCAL=true (private networks too). It asks the
+// guard only; nothing is dialed.
 func TestAddressPolicy(t *testing.T) {
 	t.Parallel()
-	shared, local := AddressPolicy{}, AddressPolicy{AllowLocal: true}
+	shared, serve, local := AddressPolicy{}, AddressPolicy{AllowLoopback: true}, AddressPolicy{AllowLocal: true}
+	const (
+		no      = "---" // refused in every mode
+		public  = "sSl" // allowed in every mode
+		loop    = "-Sl" // serve's default and allow-local
+		private = "--l" // allow-local only
+	)
 	for _, c := range []struct {
-		addr              string
-		sharedOK, serveOK bool
+		addr string
+		want string // s/S/l when shared/serve/local allow it, - when refused
 	}{
-		{"8.8.8.8", true, true},
-		{"2606:4700:4700::1111", true, true},
-		{"127.0.0.1", false, true},
-		{"::1", false, true},
-		{"::ffff:127.0.0.1", false, true},
-		{"10.1.2.3", false, true},
-		{"172.16.0.9", false, true},
-		{"192.168.1.1", false, true},
-		{"100.64.0.1", false, true},
-		{"fd12::1", false, true},
-		{"169.254.169.254", false, false},
-		{"fe80::1", false, false},
-		{"fd00:ec2::254", false, false},
-		{"0.0.0.0", false, false},
-		{"224.0.0.1", false, false},
-		{"255.255.255.255", false, false},
+		{"8.8.8.8", public},
+		{"2606:4700:4700::1111", public},
+		{"127.0.0.1", loop},
+		{"127.1.2.3", loop},
+		{"::1", loop},
+		{"::ffff:127.0.0.1", loop},
+		{"10.1.2.3", private},
+		{"172.16.0.9", private},
+		{"192.168.1.1", private},
+		{"100.64.0.1", private},
+		{"fd12::1", private},
+		{"::ffff:10.1.2.3", private},
+		{"fe80::1", no},
+		{"fe80::1%eth0", no},
+		{"0.0.0.0", no},
+		{"0.1.2.3", no},
+		{"::", no},
+		{"224.0.0.1", no},
+		{"ff02::1", no},
+		{"255.255.255.255", no},
+
+		// Cloud metadata services, every spelling, every mode.
+		{"169.254.169.254", no},
+		{"::ffff:169.254.169.254", no},
+		{"::a9fe:a9fe", no},                          // IPv4-compatible
+		{"::ffff:0:a9fe:a9fe", no},                   // IPv4-translated
+		{"64:ff9b::a9fe:a9fe", no},                   // NAT64
+		{"64:ff9b::169.254.169.254", no},             // NAT64, dotted
+		{"64:ff9b:1::a9fe:a9fe", no},                 // local-use NAT64, /96 layout
+		{"64:ff9b:1:a9fe:a9:fe00::", no},             // local-use NAT64, /48 layout
+		{"2002:a9fe:a9fe::1", no},                    // 6to4
+		{"2001:0:4136:e378:8000:63bf:5601:5601", no}, // Teredo client 169.254.169.254 (inverted)
+		{"2001:db8::5efe:a9fe:a9fe", no},             // ISATAP
+		{"fd00:ec2::254", no},
+		{"fd00:ec2::254%eth0", no},
+		{"100.100.100.200", no},
+		{"::ffff:100.100.100.200", no},
+		{"::6464:64c8", no},
+		{"64:ff9b::6464:64c8", no},
+		{"2002:6464:64c8::", no},
+		{"169.254.170.2", no},
+		{"168.63.129.16", no},
+		{"64:ff9b::a83f:8110", no},
+		{"192.0.0.192", no},
+
+		// Loopback spelled through a translator or a tunnel reaches some
+		// other machine's loopback: refused even where loopback is allowed.
+		{"::7f00:1", no},
+		{"::127.0.0.1", no},
+		{"::ffff:0:7f00:1", no},
+		{"64:ff9b::7f00:1", no},
+		{"64:ff9b:1::7f00:1", no},
+		{"2002:7f00:1::", no},
+		{"2001:db8::200:5efe:7f00:1", no},
+
+		// Private networks spelled through one: as private as themselves.
+		{"::a01:203", private},
+		{"64:ff9b::a01:203", private},
+		{"64:ff9b::192.168.1.1", private},
+		{"64:ff9b:1::c0a8:101", private},
+		{"2002:c0a8:101::1", private},
+		{"2001:0:4136:e378:8000:63bf:f5fe:fdfc", private}, // Teredo client 10.1.2.3
+		{"64:ff9b::6440:1", private},                      // 100.64.0.1
+
+		// Public addresses spelled the same ways stay public.
+		{"64:ff9b::808:808", public},
+		{"64:ff9b::8.8.8.8", public},
+		{"64:ff9b:1::808:808", public},
+		{"64:ff9b:1:808:8:800::", public}, // /48 layout
+		{"2002:808:808::1", public},
+		{"::808:808", public},
 	} {
 		ip := netip.MustParseAddr(c.addr)
-		if got := !shared.refuses(ip); got != c.sharedOK {
-			t.Errorf("%s: allowed by a shared service = %v, want %v", c.addr, got, c.sharedOK)
+		for i, p := range []AddressPolicy{shared, serve, local} {
+			mode := []string{"a shared service", "serve's default", "allow-local"}[i]
+			if got, want := !p.refuses(ip), c.want[i] != '-'; got != want {
+				t.Errorf("%s: allowed by %s = %v, want %v", c.addr, mode, got, want)
+			}
 		}
-		if got := !local.refuses(ip); got != c.serveOK {
-			t.Errorf("%s: allowed in serve = %v, want %v", c.addr, got, c.serveOK)
+	}
+}
+
+// TestAddressPolicyCheck: the dialer's test takes the host:port it is
+// about to connect to, reports the refusal and wraps ErrRefusedAddress;
+// metadata stays refused under a test's own rule. Nothing is dialed.
+func TestAddressPolicyCheck(t *testing.T) {
+	t.Parallel()
+	var told []string
+	p := AddressPolicy{AllowLoopback: true, OnRefuse: func(a string) { told = append(told, a) }}
+	if err := p.check("127.0.0.1:8080"); err != nil {
+		t.Errorf("loopback in serve's default: %v", err)
+	}
+	for _, a := range []string{"[64:ff9b::7f00:1]:80", "[64:ff9b::a9fe:a9fe]:80", "100.100.100.200:80", "[::ffff:10.0.0.1]:443", "nonsense"} {
+		if err := p.check(a); !dialRefused(err) {
+			t.Errorf("%s: err = %v, want a refusal", a, err)
+		}
+	}
+	if len(told) != 4 {
+		t.Errorf("told of %v, want the 4 addresses refused", told)
+	}
+	anything := AddressPolicy{Refuse: func(netip.Addr) bool { return false }}
+	for _, a := range []string{"169.254.169.254:80", "[2002:6464:64c8::]:80"} {
+		if err := anything.check(a); !dialRefused(err) {
+			t.Errorf("%s under a rule that refuses nothing: err = %v, want a refusal", a, err)
 		}
 	}
 }

@@ -34,6 +34,9 @@ type app struct {
 	log   *zap.Logger
 	bases *catalog.Catalog // shared by serving and training, so a base model is loaded once
 	jobs  *workflows.Client
+	// fetchLoopback lets http(s) training data come from loopback when
+	// cfg.FetchAllowLocal is unset: `serve`'s default.
+	fetchLoopback bool
 }
 
 func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
@@ -154,6 +157,15 @@ func (a *app) inferHandler(chat *serving.Service) http.Handler {
 	}).Handler()
 }
 
+// fetchPolicy is the address policy of http(s) training data: what
+// TRAINYARD_FETCH_ALLOW_LOCAL says, else the mode's default.
+func (a *app) fetchPolicy() activities.AddressPolicy {
+	if a.cfg.FetchAllowLocal != nil {
+		return activities.AddressPolicy{AllowLocal: *a.cfg.FetchAllowLocal}
+	}
+	return activities.AddressPolicy{AllowLoopback: a.fetchLoopback}
+}
+
 func (a *app) apiConfig(baseModels []string) api.Config {
 	return api.Config{
 		MaxBodyBytes:      a.cfg.MaxBodyBytes,
@@ -188,9 +200,8 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		Bases:     a.bases,
 		Workers:   a.inf.db,
 		Files:     a.inf.blobs,
-		HTTP: activities.NewFetchClient(activities.AddressPolicy{
-			AllowLocal: a.cfg.FetchAllowLocal != nil && *a.cfg.FetchAllowLocal}),
-		Logger: a.log.Named("activities"),
+		HTTP:      activities.NewFetchClient(a.fetchPolicy()),
+		Logger:    a.log.Named("activities"),
 	}, activities.Config{Data: a.dataPolicy(), DownloadTimeout: a.cfg.Worker.DownloadTimeout,
 		FetchPerAccount: a.cfg.Worker.FetchConcurrency / 2, // 0: the activities' default
 		ServedWindow:    a.cfg.ServedWindow, MemoryLimit: a.cfg.Worker.MemoryLimit,

@@ -98,13 +98,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	if cfg.FetchAllowLocal == nil {
-		// On a developer's machine, training data served from localhost
-		// is normal; a shared service refuses it (config.FetchAllowLocal).
-		allow := true
-		cfg.FetchAllowLocal = &allow
-	}
 	a := newApp(cfg, inf, log)
+	// On a developer's machine, training data served from localhost is
+	// normal; the private networks around it are not (config.FetchAllowLocal
+	// opens them, or closes loopback too).
+	a.fetchLoopback = true
 	w, rec, err := a.newWorker()
 	if err != nil {
 		return err

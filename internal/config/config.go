@@ -62,7 +62,8 @@ type Config struct {
 	AllowFileURLs bool
 	// FetchAllowLocal lets http(s) training data come from loopback and
 	// private-network addresses (TRAINYARD_FETCH_ALLOW_LOCAL); nil means
-	// the mode's default: allowed in `serve`, refused in `api`/`worker`.
+	// the mode's default: loopback only in `serve`, neither in
+	// `api`/`worker`.
 	FetchAllowLocal *bool
 
 	// BaseModels are the base models this process serves chat
