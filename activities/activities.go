@@ -143,6 +143,14 @@ type Config struct {
 	// DownloadTimeout bounds one attempt at copying training data in,
 	// however steadily it trickles (5 min); the attempt is retried.
 	DownloadTimeout time.Duration
+	// DownloadRetryWindow bounds how long a training_data_url that fails
+	// in a way that may pass (no route, a timeout, a 503, a server that
+	// closes the connection) is retried, counted from the start of the
+	// job's first download attempt (5 min): the job fails after it instead
+	// of holding its model's queue. An attempt under way is never cut
+	// short by it (DownloadTimeout bounds each); outages of the platform's
+	// own object store are not bounded by it.
+	DownloadRetryWindow time.Duration
 	// TrainingSlots is how many Prepare and Train activities run at once in
 	// this process (1), whichever compute queue they came from; it should
 	// equal the worker's TrainingConcurrency.
@@ -172,6 +180,7 @@ func (c *Config) applyDefaults() {
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.DownloadStallTimeout, time.Minute)
 	def(&c.DownloadTimeout, 5*time.Minute)
+	def(&c.DownloadRetryWindow, 5*time.Minute)
 	if c.FetchPerAccount <= 0 {
 		c.FetchPerAccount = 2
 	}

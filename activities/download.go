@@ -7,19 +7,19 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	"go.temporal.io/sdk/temporal"
 )
 
-// download GETs http(s) training data. A server that stops sending (no
-// response, or a body that stalls) for Config.DownloadStallTimeout fails
-// the attempt with a retryable error: Prepare heartbeats throughout, so
+// download GETs http(s) training data. Its failures, and those of reading
+// the body, are classified as they happen (dataServerFailure). A server
+// that stops sending (no response, or a body that stalls) for
+// Config.DownloadStallTimeout fails the attempt, retryably: Prepare
+// heartbeats throughout, so
 // without this a server that accepts the connection and never answers
 // would hold one of the worker's few compute slots for the whole
 // start-to-close timeout of every attempt, stalling every other job.
 func (a *Activities) download(ctx context.Context, raw string) (io.ReadCloser, error) {
 	window := a.cfg.DownloadStallTimeout
-	stalled := fmt.Errorf("training_data_url sent nothing for %s", window)
+	stalled := &stallError{window: window}
 	ctx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(window, func() { cancel(stalled) })
 	fail := func(err error) (io.ReadCloser, error) {
@@ -32,22 +32,15 @@ func (a *Activities) download(ctx context.Context, raw string) (io.ReadCloser, e
 		return fail(invalidf("training_data_url: %v", err))
 	}
 	resp, err := a.d.HTTP.Do(req)
-	switch {
-	case err != nil && dialRefused(err):
-		return fail(invalidf("%v", ErrRefusedAddress))
-	case err != nil:
+	if err != nil {
 		if errors.Is(context.Cause(ctx), stalled) {
-			err = stalled
+			err = fmt.Errorf("%w: %w", stalled, err)
 		}
-		return fail(&fromDataServer{fmt.Errorf("download training data: %w", err)}) // retried: the host may come back
+		return fail(dataServerFailure(fmt.Errorf("download training data: %w", err)))
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		msg := fmt.Sprintf("training_data_url answered HTTP %d", resp.StatusCode)
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			return fail(errors.New(msg))
-		}
-		return fail(temporal.NewNonRetryableApplicationError(msg, ErrInvalidInput, nil))
+		return fail(dataServerFailure(httpStatusError(resp.StatusCode)))
 	}
 	timer.Reset(window)
 	return &stallReader{body: resp.Body, ctx: ctx, cancel: cancel, timer: timer, window: window, stalled: stalled}, nil
@@ -61,7 +54,7 @@ type stallReader struct {
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
 	window  time.Duration
-	stalled error
+	stalled *stallError
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
@@ -69,8 +62,11 @@ func (s *stallReader) Read(p []byte) (int, error) {
 	if n > 0 {
 		s.timer.Reset(s.window)
 	}
-	if err != nil && !errors.Is(err, io.EOF) && errors.Is(context.Cause(s.ctx), s.stalled) {
-		err = s.stalled
+	if err != nil && !errors.Is(err, io.EOF) {
+		if errors.Is(context.Cause(s.ctx), s.stalled) {
+			err = fmt.Errorf("%w: %w", s.stalled, err)
+		}
+		err = dataServerFailure(fmt.Errorf("read training_data_url: %w", err))
 	}
 	return n, err
 }
@@ -80,12 +76,3 @@ func (s *stallReader) Close() error {
 	s.cancel(nil)
 	return s.body.Close()
 }
-
-// fromDataServer marks a failure to reach the server a training_data_url
-// names, as opposed to a failure of the platform's own dependencies (the
-// object store holding an upload, the database): only the first can be the
-// user's mistake.
-type fromDataServer struct{ err error }
-
-func (e *fromDataServer) Error() string { return e.err.Error() }
-func (e *fromDataServer) Unwrap() error { return e.err }

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"sync"
-	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -43,7 +42,9 @@ type FetchResult struct {
 // attempt has a total deadline (Config.DownloadTimeout) besides the stall
 // timer, the copy is bounded by Config.MaxDataBytes and spooled through a
 // temporary file rather than memory, and one account holds at most
-// Config.FetchPerAccount of a worker's downloads at once.
+// Config.FetchPerAccount of a worker's downloads at once. A failing data
+// server fails the job at once, after a few attempts or once
+// Config.DownloadRetryWindow is used up, as fetchError decides.
 func (a *Activities) Fetch(ctx context.Context, in FetchInput) (*FetchResult, error) {
 	job, err := a.d.Jobs.GetJob(ctx, in.JobID)
 	if err != nil {
@@ -75,14 +76,30 @@ func (a *Activities) Fetch(ctx context.Context, in FetchInput) (*FetchResult, er
 			temporal.ApplicationErrorOptions{NextRetryDelay: a.cfg.PollInterval * 4})
 	}
 	defer release()
-	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, 0)
+	// The retry window counts from the first attempt that got this far,
+	// kept in the heartbeat details across attempts: time spent waiting
+	// for a download slot or a worker is not the data server's.
+	since := time.Now()
+	var hb fetchHeartbeat
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &hb) == nil && !hb.DownloadSince.IsZero() {
+		since = hb.DownloadSince
+	}
+	ka := startKeepAliveSince(ctx, a.cfg.HeartbeatInterval, 0, since)
 	defer ka.close()
 	n, err := a.copyIn(ctx, job, model, cfg.TrainingDataURL, ka)
 	if err != nil {
-		return nil, fetchError(activity.GetInfo(ctx).Attempt, err)
+		return nil, fetchError(ctx, err, activity.GetInfo(ctx).Attempt, since, a.cfg.DownloadRetryWindow)
 	}
 	a.d.Logger.Info("training data fetched", zap.String("job_id", job.ID), zap.String("model_id", job.ModelID), zap.Int64("bytes", n))
 	return &FetchResult{Bytes: n}, nil
+}
+
+// fetchHeartbeat is the heartbeat details of Fetch: the bytes read so far
+// (Saved) and DownloadSince, when the job's first attempt began
+// downloading, which the retry window counts from.
+type fetchHeartbeat struct {
+	heartbeat
+	DownloadSince time.Time
 }
 
 // errDownloadDeadline ends a download that kept going past its attempt's
@@ -109,11 +126,7 @@ func (a *Activities) copyIn(ctx context.Context, job *trainyard.Job, model *trai
 	}
 	defer func() { f.Close(); os.Remove(f.Name()) }()
 	n, err := io.Copy(f, &countingReader{r: io.LimitReader(rc, a.cfg.MaxDataBytes+1), ka: ka})
-	var appErr *temporal.ApplicationError
-	switch {
-	case err != nil && errors.As(err, &appErr) && !errors.Is(context.Cause(dctx), errDownloadDeadline):
-		return 0, err // classified already (storeReader), and to be returned as it is
-	case err != nil:
+	if err != nil {
 		return 0, a.deadlineError(dctx, fmt.Errorf("read training_data_url: %w", err))
 	}
 	if n > a.cfg.MaxDataBytes {
@@ -128,39 +141,32 @@ func (a *Activities) copyIn(ctx context.Context, job *trainyard.Job, model *trai
 	return n, nil
 }
 
-// deadlineError says so when err comes from the attempt's deadline.
+// deadlineError says so when err, a failure to open or read the training
+// data, comes from the attempt's deadline, and makes a data server's
+// permanent failures final. A data server's failures (the deadline's
+// included) stay dataServerErrors, for Fetch to bound; the object store's
+// are classified already (storeReader) and come back as they are.
 func (a *Activities) deadlineError(ctx context.Context, err error) error {
+	var ds *dataServerError
+	fromServer := errors.As(err, &ds)
 	if errors.Is(context.Cause(ctx), errDownloadDeadline) {
-		return fmt.Errorf("training_data_url did not finish downloading within %s", a.cfg.DownloadTimeout)
-	}
-	return err
-}
-
-// fetchError makes a failure that only the user can fix final after a few
-// attempts: a data server that refuses connections or does not resolve is
-// the URL's fault, not an outage of ours, so it should not hold the job for
-// the whole retry window. The same failures of the platform's own object
-// store (reading an upload, storing the copy) are an outage, retried until
-// the job's deadline.
-func fetchError(attempt int32, err error) error {
-	var dnsErr *net.DNSError
-	var server *fromDataServer
-	user := errors.As(err, &server)
-	refused := user && errors.Is(err, syscall.ECONNREFUSED)
-	unresolved := user && errors.As(err, &dnsErr) && dnsErr.IsNotFound
-	if (refused || unresolved) && attempt >= fetchUserErrorAttempts {
-		reason := "the host refused the connection"
-		if unresolved {
-			reason = "the host name does not resolve"
+		msg := fmt.Sprintf("training_data_url did not finish downloading within %s", a.cfg.DownloadTimeout)
+		if fromServer {
+			return &dataServerError{msg: msg, err: ds.err}
 		}
-		return invalidf("training_data_url: %s (%d attempts)", reason, attempt)
+		return errors.New(msg)
+	}
+	var appErr *temporal.ApplicationError
+	switch {
+	case fromServer && ds.permanent:
+		return temporal.NewNonRetryableApplicationError(ds.msg, ErrInvalidInput, ds.err)
+	case fromServer:
+		return ds
+	case errors.As(err, &appErr):
+		return appErr // as it is: Temporal reads an application error only unwrapped
 	}
 	return err
 }
-
-// fetchUserErrorAttempts is how many attempts a refused or unresolvable
-// URL gets before its job fails.
-const fetchUserErrorAttempts = 3
 
 // countingReader reports the bytes read so far in the heartbeats.
 type countingReader struct {

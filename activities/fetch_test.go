@@ -155,27 +155,29 @@ func TestFetchSharesDownloadsBetweenAccounts(t *testing.T) {
 // TestFetchOutagesAreNotTheUsers: a data server that refuses connections
 // fails the job after a few attempts, but the platform's own object store
 // refusing them (while an upload is read or the copy stored) is an outage,
-// retried however many attempts it takes, under a message without its
-// address.
+// retried however many attempts it takes and however long past the retry
+// window, under a message without its address.
 func TestFetchOutagesAreNotTheUsers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close() // nothing listens there now
 	f := newFixture(t, Config{}, nil)
+	const window = 5 * time.Minute
+	now := time.Now()
 	_, err := f.acts.download(ctx, closed.URL+"/data.jsonl")
 	var appErr *temporal.ApplicationError
-	if final := fetchError(fetchUserErrorAttempts, err); !errorsAs(final, &appErr) || !appErr.NonRetryable() ||
+	if final := fetchError(ctx, err, fetchUserErrorAttempts, now, window); !errorsAs(final, &appErr) || !appErr.NonRetryable() ||
 		!strings.Contains(appErr.Message(), "refused the connection") {
 		t.Fatalf("a refusing data server after %d attempts: %v", fetchUserErrorAttempts, final)
 	}
 
-	unresolved := &fromDataServer{fmt.Errorf("download training data: %w", &net.DNSError{Err: "no such host", Name: "data.invalid", IsNotFound: true})}
-	if final := fetchError(fetchUserErrorAttempts, unresolved); !errorsAs(final, &appErr) || !appErr.NonRetryable() ||
+	unresolved := dataServerFailure(fmt.Errorf("download training data: %w", &net.DNSError{Err: "no such host", Name: "data.invalid", IsNotFound: true}))
+	if final := fetchError(ctx, unresolved, fetchUserErrorAttempts, now, window); !errorsAs(final, &appErr) || !appErr.NonRetryable() ||
 		!strings.Contains(appErr.Message(), "does not resolve") {
 		t.Fatalf("a data server name that does not resolve, after %d attempts: %v", fetchUserErrorAttempts, final)
 	}
-	if early := fetchError(fetchUserErrorAttempts-1, unresolved); errorsAs(early, &appErr) && appErr.NonRetryable() {
+	if early := fetchError(ctx, unresolved, fetchUserErrorAttempts-1, now, window); errorsAs(early, &appErr) && appErr.NonRetryable() {
 		t.Fatalf("a name that does not resolve is final after %d attempts: %v", fetchUserErrorAttempts-1, early)
 	}
 
@@ -185,9 +187,9 @@ func TestFetchOutagesAreNotTheUsers(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("the stopped object store: %v, want a refused connection", err)
 	}
-	retried := fetchError(100, classify(err, "open artifact"))
+	retried := fetchError(ctx, classify(err, "open artifact"), 100, now.Add(-10*window), window)
 	if !errorsAs(retried, &appErr) || appErr.NonRetryable() || appErr.Type() != ErrInfrastructure {
-		t.Fatalf("the object store refusing after 100 attempts: %v, want a retryable %s error", retried, ErrInfrastructure)
+		t.Fatalf("the object store refusing after 100 attempts and 10 windows: %v, want a retryable %s error", retried, ErrInfrastructure)
 	}
 	if host := strings.TrimPrefix(closed.URL, "http://"); strings.Contains(appErr.Message(), host) {
 		t.Fatalf("message %q names the object store's address", appErr.Message())

@@ -18,15 +18,24 @@ type keepAlive struct {
 	// shown is what the heartbeats say besides Saved, for whoever reads
 	// the pending activity in the Temporal UI.
 	shown atomic.Pointer[heartbeat]
+	// since, when set, goes with every heartbeat as DownloadSince (Fetch).
+	since time.Time
 	stop  chan struct{}
 	done  chan struct{}
 }
 
 // startKeepAlive starts heartbeating every interval with details of saved.
 func startKeepAlive(ctx context.Context, interval time.Duration, saved int) *keepAlive {
-	k := &keepAlive{stop: make(chan struct{}), done: make(chan struct{})}
+	return startKeepAliveSince(ctx, interval, saved, time.Time{})
+}
+
+// startKeepAliveSince is startKeepAlive whose heartbeats also carry since
+// (fetchHeartbeat) unless it is zero. The first heartbeat goes out at once,
+// so since is durable from the start of the attempt.
+func startKeepAliveSince(ctx context.Context, interval time.Duration, saved int, since time.Time) *keepAlive {
+	k := &keepAlive{stop: make(chan struct{}), done: make(chan struct{}), since: since}
 	k.saved.Store(int64(saved))
-	activity.RecordHeartbeat(ctx, heartbeat{Saved: saved})
+	activity.RecordHeartbeat(ctx, k.payload())
 	go func() {
 		defer close(k.done)
 		t := time.NewTicker(interval)
@@ -38,7 +47,7 @@ func startKeepAlive(ctx context.Context, interval time.Duration, saved int) *kee
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, k.details())
+				activity.RecordHeartbeat(ctx, k.payload())
 			}
 		}
 	}()
@@ -49,7 +58,7 @@ func startKeepAlive(ctx context.Context, interval time.Duration, saved int) *kee
 // heartbeats it at once.
 func (k *keepAlive) progress(ctx context.Context, saved int) {
 	k.saved.Store(int64(saved))
-	activity.RecordHeartbeat(ctx, k.details())
+	activity.RecordHeartbeat(ctx, k.payload())
 }
 
 // show sets what the next heartbeats tell about the work in progress: the
@@ -66,6 +75,14 @@ func (k *keepAlive) details() heartbeat {
 	}
 	hb.Saved = int(k.saved.Load())
 	return hb
+}
+
+// payload is what to heartbeat now: the details, with since when set.
+func (k *keepAlive) payload() any {
+	if k.since.IsZero() {
+		return k.details()
+	}
+	return fetchHeartbeat{heartbeat: k.details(), DownloadSince: k.since}
 }
 
 // close stops the heartbeats.

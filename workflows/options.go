@@ -72,7 +72,10 @@ func recordOptions() workflow.ActivityOptions {
 // attempt has its own deadline inside the activity. Attempts are not counted
 // (an account past its share of downloads retries until a slot frees up);
 // the whole fetch is bounded instead, and data that can never be read fails
-// at once as invalid input.
+// at once as invalid input. A data server that keeps failing in a way that
+// may pass fails the fetch sooner, once the activities' retry window
+// (TRAINYARD_DOWNLOAD_RETRY_WINDOW) is used up; the activity sets the
+// backoff of those retries itself.
 func fetchOptions(o Options, queue string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		Summary:                "copy the training data in",
