@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -34,14 +35,18 @@ const maxCheckError = 300
 // and one {success, duration, error} per probe; any failure makes it a 503.
 // "base_models" lists what models may be created on (built-in models and the
 // snapshots of the models directory) when the configuration names them.
+// The route needs no key, so a failure reads as a fixed text naming the
+// component (publicCheckError); the error itself, which may hold a DSN, a
+// user, a database name, a host or a port, goes to the log.
 func (s *Server) systemCheck(c *gin.Context) {
 	results := make([]checkResult, len(s.deps.Checks))
+	errs := make([]error, len(s.deps.Checks))
 	var wg sync.WaitGroup
 	for i, hc := range s.deps.Checks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = s.probe(c.Request.Context(), hc)
+			results[i], errs[i] = s.probe(c.Request.Context(), hc)
 		}()
 	}
 	wg.Wait()
@@ -54,15 +59,16 @@ func (s *Server) systemCheck(c *gin.Context) {
 		body[hc.Name] = results[i]
 		if !results[i].Success {
 			status = http.StatusServiceUnavailable
-			s.requestLog(c).Warn("system check failed", zap.String("check", hc.Name), zap.String("error", *results[i].Error))
+			s.requestLog(c).Warn("system check failed", zap.String("check", hc.Name), zap.Error(errs[i]))
 		}
 	}
 	s.writeJSON(c, status, body)
 }
 
-// probe runs one check. A check that ignores its deadline is abandoned at
-// the timeout (it finishes in the background); one that panics fails.
-func (s *Server) probe(parent context.Context, hc HealthCheck) checkResult {
+// probe runs one check and returns its public result and its error. A
+// check that ignores its deadline is abandoned at the timeout (it finishes
+// in the background); one that panics fails.
+func (s *Server) probe(parent context.Context, hc HealthCheck) (checkResult, error) {
 	ctx, cancel := context.WithTimeout(parent, s.cfg.SystemCheckTimeout)
 	defer cancel()
 	start := time.Now()
@@ -70,7 +76,7 @@ func (s *Server) probe(parent context.Context, hc HealthCheck) checkResult {
 	go func() {
 		defer func() {
 			if rec := recover(); rec != nil {
-				done <- fmt.Errorf("check panicked: %v", rec)
+				done <- fmt.Errorf("%w: %v", errCheckPanicked, rec)
 			}
 		}()
 		done <- hc.Check(ctx)
@@ -79,29 +85,38 @@ func (s *Server) probe(parent context.Context, hc HealthCheck) checkResult {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("timed out after %s", s.cfg.SystemCheckTimeout)
+		err = fmt.Errorf("%w after %s", errCheckTimedOut, s.cfg.SystemCheckTimeout)
 	}
 	r := checkResult{Success: err == nil, Duration: float64(time.Since(start).Microseconds()) / 1000}
 	if err != nil {
-		msg := checkError(err)
+		msg := s.publicCheckError(hc.Name, err)
 		if len(msg) > maxCheckError {
 			msg = strings.ToValidUTF8(msg[:maxCheckError], "") + "..."
 		}
 		r.Error = &msg
 	}
-	return r
+	return r, err
 }
 
-// checkError is a probe's error as an operator reads it: a trainyard error
-// on top reads "message: cause", without the "trainyard error: code=..."
-// frame of its Error method.
-func checkError(err error) string {
-	e, ok := err.(*trainyard.Error) // on top only: a wrapped one keeps its wrapper's text
-	if !ok {
-		return err.Error()
-	}
-	if e.Err == nil {
+var (
+	errCheckTimedOut = errors.New("timed out")
+	errCheckPanicked = errors.New("check panicked")
+)
+
+// publicCheckError is what a caller without a key reads of a failed check
+// named name: that it timed out, a condition trainyard itself stated (a
+// *trainyard.Error with no cause under it, e.g. "no worker is polling this
+// task queue"), or else "<name> unavailable" and nothing of the cause:
+// drivers write hosts, ports, users and database names into their errors.
+func (s *Server) publicCheckError(name string, err error) string {
+	var e *trainyard.Error
+	switch {
+	case errors.Is(err, errCheckTimedOut), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("timed out after %s", s.cfg.SystemCheckTimeout)
+	case errors.Is(err, errCheckPanicked):
+		return errCheckPanicked.Error()
+	case errors.As(err, &e) && e.Err == nil && e.Code != trainyard.EINTERNAL:
 		return e.Message
 	}
-	return e.Message + ": " + e.Err.Error()
+	return name + " unavailable"
 }

@@ -3,8 +3,10 @@ package api_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,9 +73,13 @@ func TestSystemCheckFailureIs503(t *testing.T) {
 			api.HealthCheck{Name: "queue:trainyard-cpu", Check: func(context.Context) error {
 				panic("probe bug")
 			}},
-			// A store's typed error reads as its message and cause.
+			// A condition trainyard states itself, with no cause beneath,
+			// reads as it is.
+			api.HealthCheck{Name: "queue:trainyard-fetch", Check: func(context.Context) error {
+				return trainyard.Errorf(trainyard.EUNAVAILABLE, "no worker is polling this task queue")
+			}},
 			api.HealthCheck{Name: "storage", Check: func(context.Context) error {
-				return trainyard.WrapError(trainyard.EUNAVAILABLE, errors.New("dial tcp: connection refused"), "ping database: database unavailable")
+				return trainyard.WrapError(trainyard.EUNAVAILABLE, errors.New("dial tcp: connection refused"), "bucket b: object store unavailable")
 			}},
 		)
 	})
@@ -81,10 +87,11 @@ func TestSystemCheckFailureIs503(t *testing.T) {
 	mustStatus(t, res, http.StatusServiceUnavailable)
 	body := res.JSON(t)
 	wantErr := map[string]string{
-		"temporal":            "dial tcp 127.0.0.1:7233: connection refused",
-		"queue:trainyard-gpu": "timed out after 100ms",
-		"queue:trainyard-cpu": "check panicked: probe bug",
-		"storage":             "ping database: database unavailable: dial tcp: connection refused",
+		"temporal":              "temporal unavailable",
+		"queue:trainyard-gpu":   "timed out after 100ms",
+		"queue:trainyard-cpu":   "check panicked",
+		"queue:trainyard-fetch": "no worker is polling this task queue",
+		"storage":               "storage unavailable",
 	}
 	for name, want := range wantErr {
 		c := body[name].(map[string]any)
@@ -94,6 +101,62 @@ func TestSystemCheckFailureIs503(t *testing.T) {
 	}
 	if db := body["database"].(map[string]any); db["success"] != true {
 		t.Errorf("database = %v, want success", db)
+	}
+}
+
+// TestSystemCheckHidesConnectionDetails: the system check needs no key, so
+// a failing probe's error (a DSN, a user, a database name, a host, a port,
+// an endpoint URL) stays out of the body and goes to the log, where the
+// operator reads it.
+func TestSystemCheckHidesConnectionDetails(t *testing.T) {
+	t.Parallel()
+	dbErr := trainyard.WrapError(trainyard.EUNAVAILABLE,
+		errors.New("failed to connect to user=postgres database=trainyard_secret: 127.0.0.1:55439 (127.0.0.1): dial error: connection refused"),
+		"ping database: database unavailable")
+	s3Err := errors.New(`bucket trainyard-objects: operation error S3: HeadBucket, https response error StatusCode: 403, ` +
+		`RequestID: 17A, HostID: dd9, api error Forbidden: https://minio.internal.example:9000/trainyard-objects`)
+	e := newEnv(t, func(_ *api.Config, deps *api.Deps) {
+		deps.Checks = []api.HealthCheck{
+			{Name: "database", Check: func(context.Context) error { return dbErr }},
+			{Name: "storage", Check: func(context.Context) error { return s3Err }},
+			{Name: "temporal", Check: func(context.Context) error {
+				return fmt.Errorf("temporal frontend: %w", errors.New("rpc error: dial tcp 10.0.3.7:7233: i/o timeout"))
+			}},
+			{Name: "inference", Check: func(context.Context) error {
+				return fmt.Errorf("read the inference registry: %w", dbErr)
+			}},
+		}
+	})
+	res := e.call("GET", "/v1/system-check", nil, as(""))
+	mustStatus(t, res, http.StatusServiceUnavailable)
+	body := res.JSON(t)
+	for name, want := range map[string]string{
+		"database": "database unavailable", "storage": "storage unavailable",
+		"temporal": "temporal unavailable", "inference": "inference unavailable",
+	} {
+		if c := body[name].(map[string]any); c["error"] != want {
+			t.Errorf("%s error = %v, want %q", name, c["error"], want)
+		}
+	}
+	secrets := []string{"postgres", "trainyard_secret", "55439", "127.0.0.1", "user=", "minio.internal", "9000",
+		"trainyard-objects", "10.0.3.7", "7233", "HostID"}
+	for _, secret := range secrets {
+		if strings.Contains(string(res.Body), secret) {
+			t.Errorf("the body shows %q: %s", secret, res.Body)
+		}
+	}
+	var logged strings.Builder
+	for _, entry := range e.logs.FilterMessage("system check failed").All() {
+		for _, f := range entry.Context {
+			if f.Key == "error" {
+				logged.WriteString(f.Interface.(error).Error() + "\n")
+			}
+		}
+	}
+	for _, secret := range secrets {
+		if !strings.Contains(logged.String(), secret) {
+			t.Errorf("the log lacks %q, which the operator needs: %s", secret, logged.String())
+		}
 	}
 }
 

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api"
 	"github.com/trainyard/trainyard/workflows"
 )
@@ -39,8 +39,9 @@ func temporalHealth(c client.Client) func(context.Context) error {
 }
 
 // errNoPollers is reported when Temporal is up but no worker polls a queue:
-// jobs would be accepted and then wait forever.
-var errNoPollers = errors.New("no worker is polling this task queue")
+// jobs would be accepted and then wait forever. A trainyard error without a
+// cause, so /v1/system-check may show its text to a caller without a key.
+var errNoPollers error = trainyard.Errorf(trainyard.EUNAVAILABLE, "no worker is polling this task queue")
 
 // pollersPresent succeeds when at least one worker polled the queue
 // recently. Temporal forgets pollers about a minute after their last poll,
