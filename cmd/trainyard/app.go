@@ -203,8 +203,9 @@ func (a *app) newWorker() (*worker.Worker, *worker.Reconciler, error) {
 		HTTP:      activities.NewFetchClient(a.fetchPolicy()),
 		Logger:    a.log.Named("activities"),
 	}, activities.Config{Data: a.dataPolicy(), DownloadTimeout: a.cfg.Worker.DownloadTimeout,
-		FetchPerAccount: a.cfg.Worker.FetchConcurrency / 2, // 0: the activities' default
-		ServedWindow:    a.cfg.ServedWindow, MemoryLimit: a.cfg.Worker.MemoryLimit,
+		DownloadRetryWindow: a.cfg.Worker.DownloadRetryWindow,
+		FetchPerAccount:     a.cfg.Worker.FetchConcurrency / 2, // 0: the activities' default
+		ServedWindow:        a.cfg.ServedWindow, MemoryLimit: a.cfg.Worker.MemoryLimit,
 		ChunkDuration: a.cfg.Worker.ChunkDuration, TrainingSlots: a.cfg.Worker.TrainingConcurrency})
 	if err != nil {
 		return nil, nil, fmt.Errorf("activities: %w", err)

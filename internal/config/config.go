@@ -177,6 +177,11 @@ type Worker struct {
 	// however steadily it trickles (TRAINYARD_DOWNLOAD_TIMEOUT); 0 is the
 	// activities' default.
 	DownloadTimeout time.Duration
+	// DownloadRetryWindow bounds how long a training_data_url that keeps
+	// failing in a way that may pass is retried before its job fails,
+	// from the job's first download attempt
+	// (TRAINYARD_DOWNLOAD_RETRY_WINDOW); 0 is the activities' default.
+	DownloadRetryWindow time.Duration
 	// MemoryLimit is the memory a training job may count on, in bytes
 	// (TRAINYARD_MEMORY_LIMIT, e.g. 8GiB; default: the cgroup's memory
 	// limit when there is one, else none; 0 = none). A job whose step cannot
@@ -265,6 +270,7 @@ func Load(getenv func(string) string) (Config, error) {
 			TrainingConcurrency: int(e.int64(EnvTrainingConcurrency, 0)),
 			FetchConcurrency:    int(e.int64(EnvFetchConcurrency, 0)),
 			DownloadTimeout:     e.duration(EnvDownloadTimeout, 0),
+			DownloadRetryWindow: e.duration(EnvDownloadRetryWindow, 0),
 			MemoryLimit:         e.memoryLimit(EnvMemoryLimit),
 			ChunkDuration:       e.duration(EnvTrainChunk, 0),
 		},

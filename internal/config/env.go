@@ -52,6 +52,7 @@ const (
 	EnvTrainingConcurrency       = "TRAINYARD_TRAINING_CONCURRENCY"
 	EnvFetchConcurrency          = "TRAINYARD_FETCH_CONCURRENCY"
 	EnvDownloadTimeout           = "TRAINYARD_DOWNLOAD_TIMEOUT"
+	EnvDownloadRetryWindow       = "TRAINYARD_DOWNLOAD_RETRY_WINDOW"
 	EnvHTTPBodyTimeout           = "TRAINYARD_HTTP_BODY_TIMEOUT"
 	EnvHTTPWriteTimeout          = "TRAINYARD_HTTP_WRITE_TIMEOUT"
 	EnvMaxRequestsPerKey         = "TRAINYARD_MAX_REQUESTS_PER_KEY"
