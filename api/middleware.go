@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -64,8 +63,9 @@ func (s *Server) accessLog(c *gin.Context) {
 	if route == "" {
 		route = "unmatched" // keeps the label set bounded: never a raw path
 	}
-	telemetry.HTTPRequests.WithLabelValues(route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
-	telemetry.HTTPDuration.WithLabelValues(route, c.Request.Method).Observe(time.Since(start).Seconds())
+	method := telemetry.Method(c.Request.Method)
+	telemetry.HTTPRequests.WithLabelValues(route, method, telemetry.Status(c.Writer.Status())).Inc()
+	telemetry.HTTPDuration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 	fields := []zap.Field{
 		zap.String("request_id", c.GetString(keyRequestID)),
 		zap.String("method", c.Request.Method),

@@ -7,6 +7,7 @@ package telemetry
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,8 +24,9 @@ var (
 	waitBuckets    = []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
 )
 
-// The metrics. Labels stay few and bounded: routes are route patterns, never
-// paths with ids.
+// The metrics. Labels stay few and bounded, never a value a request chose:
+// routes are route patterns (never paths with ids), methods and statuses go
+// through Method and Status.
 var (
 	HTTPRequests = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trainyard_http_requests_total", Help: "API requests answered, by route pattern, method and status."},
@@ -62,7 +64,12 @@ var (
 	ChatTokens = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trainyard_chat_tokens_total", Help: "Tokens of chat completions, by kind (prompt, completion)."}, []string{"kind"}))
 	ChatRejected = register(prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "trainyard_chat_rejected_total", Help: "Chat requests refused at the concurrency limits (429)."}))
+		Name: "trainyard_chat_rejected_total", Help: "Chat requests refused by the admission queue (429: queue full or waited too long)."}))
+	ChatQueued = register(prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "trainyard_chat_queued", Help: "Chat requests waiting in the admission queue for room in the decoding batch."}))
+	ChatQueueWait = register(prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "trainyard_chat_queue_wait_seconds", Help: "Time a chat request waited for room in the decoding batch.",
+		Buckets: requestBuckets}))
 	ChatRouted = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trainyard_chat_routed_total", Help: "Chat requests the API sent to inference processes, by outcome (forwarded, connect_failed, no_process, lost)."},
 		[]string{"outcome"}))
@@ -78,6 +85,26 @@ func init() {
 func register[C prometheus.Collector](c C) C {
 	Registry.MustRegister(c)
 	return c
+}
+
+// Method is the method label of a request: one of the standard methods, or
+// "other". The method is the client's to choose (any token is valid HTTP),
+// so taking it raw would let anyone without a key add series without end.
+func Method(m string) string {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE":
+		return m
+	}
+	return "other"
+}
+
+// Status is the status label: a code the server wrote, 100–599, else "other"
+// (a handler cannot be trusted more than the label set needs).
+func Status(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
 }
 
 // Handler serves the registry in the Prometheus text format.
