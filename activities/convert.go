@@ -35,7 +35,9 @@ func engineTools(tools []trainyard.Tool) []engine.Tool {
 // completions write them), the exact sampled tokens and their sampling
 // logprobs are used; otherwise the text is re-tokenised and the old
 // logprobs are unknown. Trailing stop tokens are dropped, because the
-// template closes the turn itself.
+// template closes the turn itself. A token_id: token that names no id, or
+// a logprob that is no log probability, is the client's error, as at the
+// API: taking it as text would train on other tokens than were sampled.
 func choiceMessage(c *trainyard.Choice, stop map[int]bool) (engine.Message, error) {
 	msg := c.Message
 	if msg.Role == "" {
@@ -51,6 +53,14 @@ func choiceMessage(c *trainyard.Choice, stop map[int]bool) (engine.Message, erro
 	out.Trainable = true
 	if c.Logprobs == nil || len(c.Logprobs.Content) == 0 {
 		return out, nil
+	}
+	for i, lp := range c.Logprobs.Content {
+		if err := jobspec.CheckTokenID(lp.Token); err != nil {
+			return out, fmt.Errorf("logprobs.content[%d].token %q: %w", i, lp.Token, err)
+		}
+		if err := jobspec.CheckLogprob(lp.Logprob); err != nil {
+			return out, fmt.Errorf("logprobs.content[%d].logprob %v: %w", i, lp.Logprob, err)
+		}
 	}
 	tokens := make([]int, 0, len(c.Logprobs.Content))
 	logprobs := make([]float32, 0, len(c.Logprobs.Content))

@@ -27,3 +27,30 @@ func TestTrajectoryReasoningReachesTheTemplate(t *testing.T) {
 		t.Fatalf("messages %+v", msgs)
 	}
 }
+
+// TestChoiceTokensAndLogprobsAreTheClients: training reads a Choice as the
+// API checks it: a token_id: token that names no id, or a logprob that is
+// not a log probability, is an error in the input, not text to re-tokenise
+// or a trajectory to drop.
+func TestChoiceTokensAndLogprobsAreTheClients(t *testing.T) {
+	t.Parallel()
+	choice := func(token string, logprob float64) *trainyard.Choice {
+		return &trainyard.Choice{Message: trainyard.Message{Role: "assistant", Content: trainyard.TextContent("5")},
+			Logprobs: &trainyard.ChoiceLogprobs{Content: []trainyard.TokenLogprob{{Token: token, Logprob: logprob}}}}
+	}
+	m, err := choiceMessage(choice("token_id:53", -0.1), nil)
+	if err != nil || len(m.Tokens) != 1 || m.Tokens[0] != 53 {
+		t.Fatalf("a sampled token: %+v, %v", m, err)
+	}
+	if m, err := choiceMessage(choice("5", -0.1), nil); err != nil || m.Tokens != nil {
+		t.Fatalf("a token's text: %+v, %v", m, err)
+	}
+	for _, c := range []struct {
+		token   string
+		logprob float64
+	}{{"token_id:-1", -0.1}, {"token_id:0x10", -0.1}, {"token_id:12345678901234567890123", -0.1}, {"token_id:53", 1e39}, {"token_id:53", 0.25}} {
+		if _, err := choiceMessage(choice(c.token, c.logprob), nil); err == nil {
+			t.Errorf("%s %v: no error", c.token, c.logprob)
+		}
+	}
+}

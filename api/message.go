@@ -5,6 +5,7 @@ import (
 
 	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/api/validate"
+	"github.com/trainyard/trainyard/jobspec"
 )
 
 // This file validates the OpenAI chat shapes inside trajectories: messages
@@ -196,10 +197,17 @@ func checkTokenLogprobs(n validate.Node) {
 	}
 }
 
-// checkLogprob validates the token, logprob and bytes of one token.
+// checkLogprob validates the token, logprob and bytes of one token. A
+// token that names a token id must name one (jobspec.CheckTokenID), and a
+// logprob is a log probability: finite and at most 0.
 func checkLogprob(o validate.Obj) {
-	o.Field("token").Strict().String()
-	o.Field("logprob").Strict().Float()
+	tok := o.Field("token").Strict()
+	if s, ok := tok.String(); ok {
+		if err := jobspec.CheckTokenID(s); err != nil {
+			tok.Invalid(err.Error())
+		}
+	}
+	o.Field("logprob").Strict().Float(validate.Le(0.0))
 	bytes, _ := o.Field("bytes").Optional().Nullable().List()
 	for _, b := range bytes {
 		b.Strict().Int()

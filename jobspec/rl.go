@@ -194,8 +194,9 @@ func ParseRLConfig(raw json.RawMessage) (RLSettings, []FieldError) {
 	unsupported("kl_penalty_reference_step", w.KLPenaltyReferenceStep != nil, deref(w.KLPenaltyReferenceStep))
 	unsupported("kl_penalty_step_lag", w.KLPenaltyStepLag != nil, deref(w.KLPenaltyStepLag))
 	unsupported("kl_ref_adapter_path", w.KLRefAdapterPath != nil, deref(w.KLRefAdapterPath))
-	unsupported("loss_fn_config", w.LossFnConfig != nil && !isNull(*w.LossFnConfig), nil)
-	unsupported("adam_params", w.AdamParams != nil && !isNull(*w.AdamParams), nil)
+	// The objects are echoed as sent, as every 422 shows its input.
+	unsupported("loss_fn_config", w.LossFnConfig != nil && !isNull(*w.LossFnConfig), deref(w.LossFnConfig))
+	unsupported("adam_params", w.AdamParams != nil && !isNull(*w.AdamParams), deref(w.AdamParams))
 	return s, errs
 }
 
