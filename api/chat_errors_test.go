@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -93,12 +95,13 @@ func TestChatValidationErrors(t *testing.T) {
 	}
 }
 
-// TestChatConcurrencyLimitAndCancellation holds the only slot with a stream that cannot end soon (four
-// completions to the end of the context, ignore_eos), gets the hosted 429 for a second request, then hangs
-// up: the handler sees the cancellation and the slot is free again.
-func TestChatConcurrencyLimitAndCancellation(t *testing.T) {
+// TestChatQueueAndCancellation holds the only slot with a stream that cannot end soon (four completions to
+// the end of the context, ignore_eos): a second request waits in the queue, a third (queue full) gets the
+// hosted 429 with Retry-After, a fourth that hangs up while queued leaves the queue; then the stream hangs
+// up, the handler sees the cancellation, and the queued request is answered.
+func TestChatQueueAndCancellation(t *testing.T) {
 	t.Parallel()
-	e := newChatEnv(t, serving.Config{Concurrency: 1})
+	e := newChatEnv(t, serving.Config{Concurrency: 1, QueueLength: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	body := `{"model":"` + servingtest.BaseModel + `","stream":true,"ignore_eos":true,"n":4,"messages":[{"role":"user","content":"Go on forever."}]}`
@@ -116,36 +119,48 @@ func TestChatConcurrencyLimitAndCancellation(t *testing.T) {
 		t.Fatalf("first event %q: %v", line, err)
 	}
 
-	res := e.call("POST", "/v1/chat/completions", map[string]any{"model": servingtest.BaseModel, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	short := map[string]any{"model": servingtest.BaseModel, "max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	// A request whose client hangs up while it waits leaves the queue.
+	gone, hangUp := context.WithCancel(context.Background())
+	goneDone := make(chan struct{})
+	go func() {
+		defer close(goneDone)
+		raw, _ := json.Marshal(short)
+		req, _ := http.NewRequestWithContext(gone, "POST", e.url+"/v1/chat/completions", bytes.NewReader(raw))
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitQueued(t, e, 1)
+	hangUp()
+	<-goneDone
+	waitQueued(t, e, 0)
+
+	answered := make(chan result, 1)
+	go func() { answered <- e.call("POST", "/v1/chat/completions", short) }()
+	waitQueued(t, e, 1)
+	res := e.call("POST", "/v1/chat/completions", short)
 	mustStatus(t, res, http.StatusTooManyRequests)
 	if got := res.JSON(t)["detail"]; got != "Concurrency limit reached for requests" {
 		t.Fatalf("429 detail %q", got)
 	}
+	if res.Header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
 
 	cancel()
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		res := e.call("POST", "/v1/chat/completions", map[string]any{"model": servingtest.BaseModel, "max_tokens": 2,
-			"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
-		if res.Status == http.StatusOK {
-			break
-		}
-		if res.Status != http.StatusTooManyRequests || time.Now().After(deadline) {
-			t.Fatalf("after hanging up: %d %s", res.Status, res.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	mustStatus(t, <-answered, http.StatusOK)
 	// The slot came back because sampling stopped on the hang-up, not because it ran out.
 	if n := e.logs.FilterMessage("chat stream: client went away").Len(); n != 1 {
 		t.Fatalf("%d 'client went away' logs, want 1", n)
 	}
 }
 
-// TestChatFairShare is issue 16's fourth defect: with the per-account limit left at its default, one
-// account running 32 concurrent clients took every slot and another got 429 on 30 of 30 requests. Now an
-// account's default share is half the global limit, so the second account is served while the first
-// saturates its share (and gets 429 past it).
+// TestChatFairShare: one account floods with 32 concurrent clients, each sending its next request as soon
+// as the last is answered; another account's requests, one at a time, are all served, and so is every
+// request of the flood (they queue, none is refused): the queue takes turns between the accounts.
 func TestChatFairShare(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, serving.Config{Concurrency: 8})
@@ -167,30 +182,76 @@ func TestChatFairShare(t *testing.T) {
 	for range 32 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				switch ask(ctx, e.key) {
+				switch code := ask(ctx, e.key); code {
 				case http.StatusOK:
 					hogged.Add(1)
-				case http.StatusTooManyRequests:
+				case 0: // stopped
+				default:
 					refused.Add(1)
 				}
 			}
 		})
 	}
-	for hogged.Load() == 0 { // the first account is saturating
-		time.Sleep(10 * time.Millisecond)
+	for e.chat.Queued() == 0 { // the flood fills the batch and queues
+		time.Sleep(time.Millisecond)
 	}
 	served := 0
 	for range 30 {
 		if code := ask(context.Background(), e.otherKey); code == http.StatusOK {
 			served++
-		} else if code != http.StatusTooManyRequests {
+		} else {
 			t.Errorf("second account: status %d", code)
 		}
 	}
 	stop()
 	wg.Wait()
-	if served != 30 || refused.Load() == 0 {
+	if served != 30 || refused.Load() != 0 {
 		t.Fatalf("second account served %d of 30 while the first had %d answers and %d refusals", served, hogged.Load(), refused.Load())
 	}
 	t.Logf("second account: %d/30 served; first account: %d served, %d refused", served, hogged.Load(), refused.Load())
+}
+
+// waitQueued waits until n chat requests wait in the admission queue.
+func waitQueued(t *testing.T, e *chatEnv, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.chat.Queued() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests queued, want %d", e.chat.Queued(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestChatManyAtOnce: one client sends 256 requests at once with the default settings, as an RL client
+// sends its rollouts: every one is answered, none refused.
+func TestChatManyAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, serving.Config{})
+	body := `{"model":"` + servingtest.BaseModel + `","max_tokens":4,"messages":[{"role":"user","content":"Name a planet."}]}`
+	codes := make(chan int, 256)
+	var wg sync.WaitGroup
+	for range 256 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		})
+	}
+	wg.Wait()
+	close(codes)
+	counts := map[int]int{}
+	for c := range codes {
+		counts[c]++
+	}
+	if counts[http.StatusOK] != 256 {
+		t.Fatalf("statuses %v, want 256 × 200", counts)
+	}
 }

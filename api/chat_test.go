@@ -24,15 +24,20 @@ type chatEnv struct {
 	*env
 	url    string
 	client openai.Client
+	chat   *serving.Service
 }
 
 func newChatEnv(t *testing.T, cfg serving.Config) *chatEnv {
 	t.Helper()
 	cfg.OpenBase = servingtest.OpenBase
-	e := newEnv(t, func(_ *api.Config, d *api.Deps) { d.Chat = serving.New(cfg, d.Models, d.Blobs, d.Logger) })
+	var chat *serving.Service
+	e := newEnv(t, func(_ *api.Config, d *api.Deps) {
+		chat = serving.New(cfg, d.Models, d.Blobs, d.Logger)
+		d.Chat = chat
+	})
 	ts := httptest.NewServer(e.srv.Handler())
 	t.Cleanup(ts.Close)
-	return &chatEnv{env: e, url: ts.URL, client: sdkClient(ts.URL, e.key)}
+	return &chatEnv{env: e, url: ts.URL, client: sdkClient(ts.URL, e.key), chat: chat}
 }
 
 func sdkClient(url, key string) openai.Client {

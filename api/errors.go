@@ -79,6 +79,10 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		c.Header("Retry-After", "5")
 	case trainyard.EUNAUTHORIZED:
 		c.Header("WWW-Authenticate", "Bearer")
+	case trainyard.ELIMIT:
+		// Past a full admission queue or a long wait: OpenAI's clients honour Retry-After before retrying.
+		log.Info("request refused at a limit", zap.Error(err))
+		c.Header("Retry-After", "1")
 	case trainyard.EINVALID:
 		// The document promises HTTPValidationError for every 422, so a
 		// store's EINVALID becomes a one-item list without a location.

@@ -23,9 +23,11 @@ const (
 	// stream) when Config.WriteTimeout is zero.
 	DefaultWriteTimeout = time.Minute
 	// DefaultMaxRequestsPerKey caps one account's requests in flight when
-	// Config.MaxRequestsPerKey is zero; well above the chat limits, so only
-	// a client holding sockets open runs into it.
-	DefaultMaxRequestsPerKey = 128
+	// Config.MaxRequestsPerKey is zero. Chat requests past the decoding
+	// batch wait in serving's queue, and an RL client sends a few hundred
+	// rollouts at once: this sits above such a group, so only a client
+	// holding sockets open by the hundred runs into it.
+	DefaultMaxRequestsPerKey = 512
 	// readHeaderTimeout bounds reading a request's headers.
 	readHeaderTimeout = 10 * time.Second
 	// idleTimeout closes keep-alive connections nobody uses.

@@ -115,6 +115,10 @@ func (b *Base) RecommendedLearningRates() (rl, sft float64, ok bool) {
 // ContextLength is the maximum number of tokens of a sequence (prompt plus completion).
 func (b *Base) ContextLength() int { return b.w.Cfg.MaxSeqLen }
 
+// KVBytesPerToken is the memory one position of a sequence takes in a decoding cache: a float32 key and
+// value per layer.
+func (b *Base) KVBytesPerToken() int64 { return int64(b.w.Cfg.Layers) * 2 * int64(b.w.Cfg.KVDim()) * 4 }
+
 // NumParams is the number of base-model parameters.
 func (b *Base) NumParams() int { return b.w.Cfg.NumParams() }
 

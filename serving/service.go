@@ -21,13 +21,22 @@ const DefaultAdapterCacheBytes = 256 << 20
 
 // Config holds the serving settings; the zero value is usable.
 type Config struct {
-	// Concurrency caps the generations in flight across all accounts; past it requests get 429. Zero
-	// means 8 × GOMAXPROCS: requests on the same model share batched decoding steps, whose throughput on
-	// tiny-chat grows up to about 8 streams per 2 cores and then only adds latency to every stream.
+	// Concurrency caps the completions decoded at once across all accounts (the rows of a batched decoding
+	// step: a request with n choices takes n); past it requests wait in a queue. Zero means 32 ×
+	// GOMAXPROCS: a decoding step reads the weights once for all its rows, so throughput keeps growing
+	// with the batch well past 8 rows, and the KV-cache budget below bounds the memory.
 	Concurrency int
-	// PerAccountConcurrency caps one account's generations in flight; zero means half of Concurrency (at
-	// least 1), so one busy account always leaves room for the others instead of taking every slot.
+	// PerAccountConcurrency caps one account's rows while other accounts wait for room; zero means half of
+	// Concurrency (at least 1). An account alone may use the whole batch.
 	PerAccountConcurrency int
+	// KVCacheBytes bounds the decoding caches of the generations admitted at once (each reserves n ×
+	// (prompt + max_tokens) positions); zero means DefaultKVCacheBytes. A generation larger than the
+	// whole budget runs alone.
+	KVCacheBytes int64
+	// QueueLength bounds the requests waiting for room; past it they get 429. Zero means DefaultQueueLength.
+	QueueLength int
+	// QueueWait bounds how long a request waits for room before it gets 429; zero means DefaultQueueWait.
+	QueueWait time.Duration
 	// AdapterCacheBytes bounds the loaded adapters kept in memory; zero means DefaultAdapterCacheBytes.
 	AdapterCacheBytes int64
 	// BaseModels are the base model names served; nil means engine.BuiltinNames().
@@ -37,6 +46,13 @@ type Config struct {
 	// MaxChoices bounds n, the completions of one request; zero means DefaultMaxChoices.
 	MaxChoices int
 }
+
+// Defaults of the admission queue (Config.KVCacheBytes, QueueLength, QueueWait).
+const (
+	DefaultKVCacheBytes = 4 << 30
+	DefaultQueueLength  = 1024
+	DefaultQueueWait    = 5 * time.Minute
+)
 
 // DefaultMaxChoices bounds n when Config.MaxChoices is zero: every choice is a KV cache and a row of each
 // decoding step.
@@ -55,7 +71,16 @@ type Service struct {
 // New builds the service over the model store (resolution) and the blob store (adapter weights).
 func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log *zap.Logger) *Service {
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8 * runtime.GOMAXPROCS(0)
+		cfg.Concurrency = 32 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.KVCacheBytes <= 0 {
+		cfg.KVCacheBytes = DefaultKVCacheBytes
+	}
+	if cfg.QueueLength <= 0 {
+		cfg.QueueLength = DefaultQueueLength
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = DefaultQueueWait
 	}
 	if cfg.PerAccountConcurrency <= 0 {
 		cfg.PerAccountConcurrency = max(1, cfg.Concurrency/2)
@@ -78,33 +103,47 @@ func New(cfg Config, models trainyard.ModelStore, blobs trainyard.BlobStore, log
 	b := newBases(cfg.BaseModels, cfg.OpenBase)
 	return &Service{cfg: cfg, bases: b, resolver: resolver{models: models, isBase: b.has},
 		adapters: newAdapters(blobs, cfg.AdapterCacheBytes, log), served: newServedMarks(models, log),
-		limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency)}
+		limit: newLimiter(cfg.Concurrency, cfg.PerAccountConcurrency, cfg.KVCacheBytes, cfg.QueueLength, cfg.QueueWait)}
 }
 
 // BaseModels returns the base model names served.
 func (s *Service) BaseModels() []string { return append([]string(nil), s.cfg.BaseModels...) }
 
-// Load returns the generations in flight and the most admitted at once (Config.Concurrency): what an
+// Load returns the decoding rows in flight and the most admitted at once (Config.Concurrency): what an
 // inference process reports to the registry so the API can send work where there is room.
 func (s *Service) Load() (inFlight, capacity int) { return s.limit.load() }
+
+// Queued returns the requests waiting for room in the decoding batch.
+func (s *Service) Queued() int { return s.limit.queueLen() }
 
 // MaxChoices returns the largest n a request may ask for.
 func (s *Service) MaxChoices() int { return s.cfg.MaxChoices }
 
-// Start admits a request and prepares its generation: it takes a concurrency slot (ELIMIT past the caps),
-// resolves the model (ENOTFOUND), loads the adapter, renders the prompt and checks it fits the context
-// (EBADREQUEST). Everything a client can get wrong fails here, before a streaming answer has begun. The
-// caller must Close the generation.
+// Start prepares a request's generation and admits it: it resolves the model (ENOTFOUND), loads the
+// adapter, renders the prompt and checks it fits the context (EBADREQUEST), then waits in the admission
+// queue for room in the decoding batch (ELIMIT when the queue is full or the wait too long; ctx's error
+// when the client goes away while waiting). Everything a client can get wrong fails before it queues, and
+// before a streaming answer has begun. The caller must Close the generation.
 func (s *Service) Start(ctx context.Context, req Request) (*Generation, error) {
 	started := time.Now()
-	release, err := s.limit.acquire(req.AccountID)
-	if err != nil {
-		telemetry.ChatRejected.Inc()
-		return nil, err
-	}
 	g, err := s.prepare(ctx, req)
 	if err != nil {
-		release()
+		return nil, err
+	}
+	// Each choice decodes into a cache sized for the prompt and every token it may generate.
+	positions := int64(g.base.ContextLength())
+	if g.req.MaxTokens > 0 {
+		positions = int64(len(g.prompt) + g.req.MaxTokens)
+	}
+	n := max(g.params.N, 1)
+	telemetry.ChatQueued.Inc()
+	release, err := s.limit.acquire(ctx, req.AccountID, n, int64(n)*positions*g.base.KVBytesPerToken())
+	telemetry.ChatQueued.Dec()
+	telemetry.ChatQueueWait.Observe(time.Since(started).Seconds())
+	if err != nil {
+		if trainyard.ErrorCode(err) == trainyard.ELIMIT {
+			telemetry.ChatRejected.Inc()
+		}
 		return nil, err
 	}
 	g.release, g.started = release, started

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -205,13 +206,26 @@ func TestUnknownModelsAreNotFound(t *testing.T) {
 	}
 }
 
-func TestConcurrencyLimit(t *testing.T) {
+// TestQueueInsteadOfRefusal: past the batch's room a request waits and is admitted when a generation
+// closes; only past a full queue is it refused, with the hosted service's message.
+func TestQueueInsteadOfRefusal(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, serving.Config{Concurrency: 2, PerAccountConcurrency: 1})
+	e := newEnv(t, serving.Config{Concurrency: 1, QueueLength: 1})
 	ctx := context.Background()
 	g, err := e.svc.Start(ctx, e.request(servingtest.BaseModel))
 	if err != nil {
 		t.Fatal(err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		g, err := e.svc.Start(ctx, e.request(servingtest.BaseModel))
+		if err == nil {
+			g.Close()
+		}
+		queued <- err
+	}()
+	for e.svc.Queued() != 1 {
+		time.Sleep(time.Millisecond)
 	}
 	_, err = e.svc.Start(ctx, e.request(servingtest.BaseModel))
 	wantCode(t, err, trainyard.ELIMIT)
@@ -219,11 +233,9 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Fatalf("message %q", msg)
 	}
 	g.Close()
-	g, err = e.svc.Start(ctx, e.request(servingtest.BaseModel))
-	if err != nil {
-		t.Fatalf("after Close: %v", err)
+	if err := <-queued; err != nil {
+		t.Fatalf("the queued request after Close: %v", err)
 	}
-	g.Close()
 }
 
 func TestContextOverflowIsABadRequest(t *testing.T) {

@@ -97,10 +97,18 @@ func (a *app) knownBaseModels() []string {
 // chatService samples chat completions in this process, on the base models
 // the worker shares (one copy of each in memory).
 func (a *app) chatService() *serving.Service {
+	kv := a.cfg.Chat.KVCacheBytes
+	if kv == 0 {
+		// The decoding caches share the memory limit with the weights and training.
+		kv = a.cfg.Worker.MemoryLimit / 4
+	}
 	return serving.New(serving.Config{
 		Concurrency:           a.cfg.Chat.Concurrency,
 		PerAccountConcurrency: a.cfg.Chat.PerAccountConcurrency,
 		AdapterCacheBytes:     a.cfg.Chat.AdapterCacheBytes,
+		KVCacheBytes:          kv,
+		QueueLength:           a.cfg.Chat.QueueLength,
+		QueueWait:             a.cfg.Chat.QueueWait,
 		BaseModels:            a.servedBaseModels(),
 		OpenBase: func(name string) (*engine.Base, error) {
 			return a.bases.Base(context.Background(), name)

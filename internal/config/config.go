@@ -153,12 +153,25 @@ type S3 struct {
 
 // Chat configures chat completions serving.
 type Chat struct {
-	// Concurrency caps generations in flight (TRAINYARD_CHAT_CONCURRENCY);
-	// 0 is the serving package's default (8 × cores: requests on one model share batched decoding steps).
+	// Concurrency caps the completions decoded at once, the rows of the
+	// batched decoding steps (TRAINYARD_CHAT_CONCURRENCY); 0 is the serving
+	// package's default (32 × cores). Requests past it wait in a queue.
 	Concurrency int
-	// PerAccountConcurrency caps one account's generations
-	// (TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT); 0 means half of Concurrency.
+	// PerAccountConcurrency caps one account's rows while other accounts
+	// wait (TRAINYARD_CHAT_CONCURRENCY_PER_ACCOUNT); 0 means half of
+	// Concurrency.
 	PerAccountConcurrency int
+	// KVCacheBytes bounds the decoding caches admitted at once
+	// (TRAINYARD_CHAT_KV_CACHE_BYTES); 0 means a quarter of
+	// TRAINYARD_MEMORY_LIMIT when that is set, else the serving default.
+	KVCacheBytes int64
+	// QueueLength bounds the chat requests waiting for room
+	// (TRAINYARD_CHAT_QUEUE_LENGTH); past it they get 429. 0 is the serving
+	// default.
+	QueueLength int
+	// QueueWait bounds how long a chat request waits for room before it
+	// gets 429 (TRAINYARD_CHAT_QUEUE_WAIT); 0 is the serving default.
+	QueueWait time.Duration
 	// AdapterCacheBytes bounds the adapters kept loaded
 	// (TRAINYARD_ADAPTER_CACHE_BYTES); 0 is the serving default.
 	AdapterCacheBytes int64
@@ -260,6 +273,9 @@ func Load(getenv func(string) string) (Config, error) {
 			Concurrency:           int(e.int64(EnvChatConcurrency, 0)),
 			PerAccountConcurrency: int(e.int64(EnvChatConcurrencyPerAccount, 0)),
 			AdapterCacheBytes:     e.int64(EnvAdapterCacheBytes, 0),
+			KVCacheBytes:          e.int64(EnvChatKVCacheBytes, 0),
+			QueueLength:           int(e.int64(EnvChatQueueLength, 0)),
+			QueueWait:             e.duration(EnvChatQueueWait, 0),
 		},
 		HTTP: HTTP{
 			BodyTimeout:       e.duration(EnvHTTPBodyTimeout, 0),
