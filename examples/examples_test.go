@@ -30,6 +30,7 @@ func TestExamples(t *testing.T) {
 
 	rl := runRL(t, bin, api)
 	sft := runSFT(t, bin, api)
+	runSFTAsWritten(t, bin, api)
 	checkJobs(t, api, rl, sft)
 	exerciseRest(t, api, svc, rl)
 
@@ -162,6 +163,24 @@ func runSFT(t *testing.T, bin string, api *apiClient) sftSummary {
 		}
 	}
 	return s
+}
+
+// runSFTAsWritten runs the sft example exactly as the README does, with
+// every default: its shipped data (30 conversations, 6 facts), 48 steps,
+// and a quiz that asks both models every question at once: 12 requests,
+// which a service refusing past 8 in flight per account answered 429.
+func runSFTAsWritten(t *testing.T, bin string, api *apiClient) {
+	var s sftSummary
+	out := runExample(t, bin, "sft", api, &s)
+	if len(s.Loss) != 48 || len(s.Quiz) != 6 {
+		t.Fatalf("sft as written: %d loss values and %d quiz answers, want 48 and 6", len(s.Loss), len(s.Quiz))
+	}
+	if first, last := s.Loss[0], s.Loss[len(s.Loss)-1]; !(last < first/2) {
+		t.Errorf("sft as written: loss went from %.3f to %.3f; want it at least halved", first, last)
+	}
+	if !strings.Contains(out, "COMPLETED, step 48/48") {
+		t.Errorf("sft as written printed no %q", "COMPLETED, step 48/48")
+	}
 }
 
 // apiClient sends the test's own requests, through the recorder.

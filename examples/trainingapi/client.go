@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,29 +62,52 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 
 // Send sends a body of the given content type and decodes the JSON answer
 // into out. GETs are retried on network errors and 5xx, as the ART client
-// does; POSTs never are (they carry no idempotency key).
+// does; POSTs are not (they carry no idempotency key). Any request answered
+// 429 is retried, as OpenAI's clients do: the service did nothing with it,
+// so sending it again is safe. The wait is the answer's Retry-After when it
+// has one, else a backoff that doubles.
 func (c *Client) Send(ctx context.Context, method, path, contentType string, body []byte, out any) error {
 	attempts := 1
 	if method == http.MethodGet {
 		attempts = 3
 	}
 	var err error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			time.Sleep(time.Duration(i) * 500 * time.Millisecond)
-		}
+	limited := 0
+	for i := 0; ; i++ {
+		var wait time.Duration
 		var retry bool
-		if retry, err = c.once(ctx, method, path, contentType, body, out); err == nil || !retry {
+		retry, wait, err = c.once(ctx, method, path, contentType, body, out)
+		var apiErr *APIError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests && limited < maxLimitedRetries:
+			limited++
+			if wait <= 0 {
+				wait = time.Duration(1<<min(limited, 5)) * 250 * time.Millisecond
+			}
+		case retry && i+1 < attempts:
+			wait = time.Duration(i+1) * 500 * time.Millisecond
+		default:
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
 			return err
 		}
 	}
-	return err
 }
 
-func (c *Client) once(ctx context.Context, method, path, contentType string, body []byte, out any) (retry bool, err error) {
+// maxLimitedRetries bounds the retries of a request answered 429.
+const maxLimitedRetries = 10
+
+// once sends the request once; retry says whether a failure may pass (a
+// network error or 5xx), and wait is the answer's Retry-After, if any.
+func (c *Client) once(ctx context.Context, method, path, contentType string, body []byte, out any) (retry bool, wait time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	if body != nil {
@@ -90,23 +115,26 @@ func (c *Client) once(ctx context.Context, method, path, contentType string, bod
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return ctx.Err() == nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return ctx.Err() == nil, 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return true, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return true, 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode >= 500, &APIError{Method: method, Path: path, Status: resp.StatusCode, Detail: detailOf(raw)}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+			wait = time.Duration(secs) * time.Second
+		}
+		return resp.StatusCode >= 500, wait, &APIError{Method: method, Path: path, Status: resp.StatusCode, Detail: detailOf(raw)}
 	}
 	if out == nil {
-		return false, nil
+		return false, 0, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return false, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		return false, 0, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
-	return false, nil
+	return false, 0, nil
 }
 
 // detailOf turns an error body into one line.
