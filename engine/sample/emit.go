@@ -1,7 +1,6 @@
 package sample
 
 import (
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -67,24 +66,6 @@ func (s *state) finish(reason string, onToken func(int, SampledToken)) {
 			onToken(s.idx, s.out[s.emitted])
 		}
 	}
-}
-
-// logSoftmax returns log softmax(logits / temperature).
-func logSoftmax(logits []float32, temperature float32) []float32 {
-	out := make([]float32, len(logits))
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v/temperature))
-	}
-	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v/temperature) - mx)
-	}
-	lse := mx + math.Log(sum)
-	for i, v := range logits {
-		out[i] = float32(float64(v/temperature) - lse)
-	}
-	return out
 }
 
 // argmax returns the index of the largest value, among the allowed ones when allowed is not nil.

@@ -1,0 +1,204 @@
+package sample
+
+import (
+	"math"
+	"slices"
+)
+
+// choose picks the next token from s.logits; it also returns the untempered log-probabilities (a buffer of
+// s's, valid until the next choose).
+//
+// Over a vocabulary of 150,000 tokens this is per token what a decoding row's share of the matrix products
+// is, so it takes one pass of exponentials where it can: the weights exp(logit − max) of the softmax at
+// temperature 1 are also the sampling weights at temperature 1, and sampling without top-k or top-p walks
+// them in id order instead of sorting the vocabulary. Only top-k and top-p need an order, and only of the
+// most likely tokens (see candidates).
+func (s *state) choose(p Params) (int, []float32) {
+	V := len(s.logits)
+	s.lp = grow(s.lp, V)
+	s.w = grow(s.w, V)
+	lp, w := s.lp, s.w
+	mx := float32(math.Inf(-1))
+	for _, v := range s.logits {
+		mx = max(mx, v)
+	}
+	sum := expShifted(w, s.logits, mx, 1)
+	lse := float64(mx) + math.Log(sum)
+	for i, v := range s.logits {
+		lp[i] = float32(float64(v) - lse)
+	}
+	allowed := s.allowed(V)
+	var id int
+	if p.Temperature == 0 {
+		id = argmax(lp, allowed)
+	} else {
+		if p.Temperature != 1 {
+			sum = expShifted(w, s.logits, mx, p.Temperature)
+		}
+		if allowed != nil {
+			sum = -1 // the sum over the allowed ids is another
+		}
+		id = s.draw(w, sum, p, allowed)
+	}
+	if s.con != nil {
+		s.con.Advance(id)
+	}
+	return id, lp
+}
+
+// draw samples an id with probability proportional to w (among the allowed ids, when allowed is not nil),
+// restricted by top-k and top-p to the most likely ids. total is the sum of w over the allowed ids, or
+// negative when not known.
+func (s *state) draw(w []float32, total float64, p Params, allowed []bool) int {
+	topK := p.TopK > 0
+	topP := p.TopP > 0 && p.TopP < 1
+	if !topK && !topP {
+		if total < 0 {
+			total = 0
+			for i, x := range w {
+				if allowed == nil || allowed[i] {
+					total += float64(x)
+				}
+			}
+		}
+		u := s.rng.Float64() * total
+		last := -1
+		for i, x := range w {
+			if allowed != nil && !allowed[i] {
+				continue
+			}
+			last = i
+			if u -= float64(x); u <= 0 {
+				return i
+			}
+		}
+		return last // rounding left u above 0
+	}
+	order := s.candidates(w, p, allowed)
+	total = 0
+	for _, id := range order {
+		total += float64(w[id])
+	}
+	u := s.rng.Float64() * total
+	for _, id := range order {
+		if u -= float64(w[id]); u <= 0 {
+			return id
+		}
+	}
+	return order[len(order)-1]
+}
+
+// candidates returns the ids top-k and top-p keep, most likely first (ties by lower id): the k most likely,
+// cut after the first whose cumulative weight reaches top_p of the mass of all the allowed ids. It orders
+// only the ids whose weight is within a factor of the largest, lowering that bound until the ids above it
+// are enough (k of them, or top_p of the mass): every id left out is less likely than every id kept, so
+// the result is the one of ordering the whole vocabulary.
+func (s *state) candidates(w []float32, p Params, allowed []bool) []int {
+	var mass float64
+	n := 0
+	for i, x := range w {
+		if allowed == nil || allowed[i] {
+			mass += float64(x)
+			n++
+		}
+	}
+	k := n
+	if p.TopK > 0 && p.TopK < n {
+		k = p.TopK
+	}
+	target := math.Inf(1)
+	if p.TopP > 0 && p.TopP < 1 {
+		target = float64(p.TopP) * mass
+	}
+	var hi float32
+	for i, x := range w {
+		if allowed == nil || allowed[i] {
+			hi = max(hi, x)
+		}
+	}
+	for bound := hi * 1e-3; ; bound *= 1e-3 {
+		if bound < math.SmallestNonzeroFloat32*1e3 {
+			bound = 0 // every allowed id
+		}
+		s.keys = s.keys[:0]
+		var kept float64
+		for i, x := range w {
+			if (allowed == nil || allowed[i]) && (bound == 0 || x >= bound) {
+				s.keys = append(s.keys, uint64(^orderedBits(s.logits[i]))<<32|uint64(uint32(i)))
+				kept += float64(x)
+			}
+		}
+		if len(s.keys) < k && kept < target && bound > 0 {
+			continue
+		}
+		slices.Sort(s.keys)
+		keep := min(k, len(s.keys))
+		var cum float64
+		for i := 0; i < keep; i++ {
+			cum += float64(w[uint32(s.keys[i])])
+			if cum >= target {
+				keep = i + 1
+				break
+			}
+		}
+		if keep == len(s.keys) && keep < k && cum < target && bound > 0 {
+			continue // the cut may fall among the ids left out
+		}
+		s.order = s.order[:0]
+		for _, key := range s.keys[:keep] {
+			s.order = append(s.order, int(uint32(key)))
+		}
+		return s.order
+	}
+}
+
+// expShifted sets w[i] = exp((x[i] − mx) / temperature) and returns their sum. mx is the largest x, so
+// every exponent is at most 0.
+func expShifted(w, x []float32, mx, temperature float32) float64 {
+	var sum float64
+	inv := 1 / temperature
+	if temperature == 1 {
+		for i, v := range x {
+			e := expNeg(v - mx)
+			w[i] = e
+			sum += float64(e)
+		}
+		return sum
+	}
+	for i, v := range x {
+		e := expNeg((v - mx) * inv)
+		w[i] = e
+		sum += float64(e)
+	}
+	return sum
+}
+
+// expNeg is e^x for x ≤ 0 in float32, within 2 ulp of math.Exp: x = k·ln2 + r with |r| ≤ ln2/2, e^r by its
+// Taylor polynomial to degree 7 (truncation below 2e-9), scaled by 2^k through the exponent bits. Below
+// −87.3 the result would not be a normal float32 and is 0 (a weight e^-87 beside the largest, 1, is nothing
+// to a sum of float64s). math.Exp takes several times as long, and a vocabulary takes one per token.
+func expNeg(x float32) float32 {
+	if x < -87.3 {
+		return 0
+	}
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693145751953125
+		ln2lo = 1.428606765330187045e-06
+	)
+	// x·log2e − ½ is negative, so truncating it toward 0 takes its ceiling: an integer within ½ of x·log2e,
+	// which keeps |r| ≤ ln2/2.
+	k := int32(x*log2e - 0.5)
+	kf := float32(k)
+	r := (x - kf*ln2hi) - kf*ln2lo
+	e := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	return e * math.Float32frombits(uint32(k+127)<<23)
+}
+
+// grow returns buf with length n, reusing its memory when large enough.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}

@@ -1,0 +1,125 @@
+package sample
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestExpNeg: the float32 exponential of choose is within 2 ulp of math.Exp over the range it is used on,
+// and 0 where the result would not be a normal float32.
+func TestExpNeg(t *testing.T) {
+	t.Parallel()
+	worst := 0.0
+	for x := float32(0); x > -87.3; x -= 0.000731 {
+		got, want := float64(expNeg(x)), math.Exp(float64(x))
+		ulp := float64(math.Nextafter32(float32(want), 1) - float32(want))
+		if d := math.Abs(got-want) / ulp; d > worst {
+			worst = d
+		}
+	}
+	if worst > 2 {
+		t.Fatalf("expNeg is %.2f ulp from math.Exp at worst, want ≤ 2", worst)
+	}
+	if expNeg(-90) != 0 || expNeg(float32(math.Inf(-1))) != 0 || expNeg(0) != 1 {
+		t.Fatalf("expNeg(-90) = %g, expNeg(-Inf) = %g, expNeg(0) = %g", expNeg(-90), expNeg(float32(math.Inf(-1))), expNeg(0))
+	}
+}
+
+// TestCandidatesAreTheWholeOrder: the ids top-k and top-p keep, found by ordering only the likely ids, are
+// those of ordering every allowed id, for peaked and flat distributions, with and without a mask.
+func TestCandidatesAreTheWholeOrder(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 300 {
+		V := 1 + rng.IntN(3000)
+		logits := make([]float32, V)
+		spread := []float64{0.01, 1, 4, 30}[trial%4]
+		for i := range logits {
+			logits[i] = float32(rng.NormFloat64() * spread)
+			if rng.IntN(10) == 0 {
+				logits[i] = logits[rng.IntN(i+1)] // ties
+			}
+		}
+		var allowed []bool
+		if trial%3 == 0 {
+			allowed = make([]bool, V)
+			for i := range allowed {
+				allowed[i] = rng.IntN(4) == 0
+			}
+			allowed[rng.IntN(V)] = true
+		}
+		p := Params{Temperature: []float32{1, 0.5, 1.7}[trial%3], TopK: []int{0, 1, 5, 40, 5000}[trial%5], TopP: []float32{0, 0.5, 0.9, 0.999, 1}[rng.IntN(5)]}
+		if p.TopK == 0 && (p.TopP == 0 || p.TopP == 1) {
+			p.TopP = 0.8
+		}
+		s := &state{logits: logits}
+		w := make([]float32, V)
+		expShifted(w, logits, slices.Max(logits), p.Temperature)
+		got := s.candidates(w, p, allowed)
+		if want := wholeOrder(w, logits, p, allowed); !slices.Equal(got, want) {
+			t.Fatalf("trial %d (V %d, %+v): candidates %v, want %v", trial, V, p, got, want)
+		}
+	}
+}
+
+// wholeOrder is candidates by ordering every allowed id.
+func wholeOrder(w, logits []float32, p Params, allowed []bool) []int {
+	var ids []int
+	var mass float64
+	for i := range w {
+		if allowed == nil || allowed[i] {
+			ids = append(ids, i)
+			mass += float64(w[i])
+		}
+	}
+	slices.SortStableFunc(ids, func(a, b int) int {
+		switch {
+		case logits[a] > logits[b]:
+			return -1
+		case logits[a] < logits[b]:
+			return 1
+		}
+		return a - b
+	})
+	keep := len(ids)
+	if p.TopK > 0 && p.TopK < keep {
+		keep = p.TopK
+	}
+	if p.TopP > 0 && p.TopP < 1 {
+		var cum float64
+		for i := 0; i < keep; i++ {
+			cum += float64(w[ids[i]])
+			if cum >= float64(p.TopP)*mass {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	return ids[:keep]
+}
+
+// TestDrawFollowsTheDistribution: draws without top-k or top-p land on each id about as often as its
+// probability says.
+func TestDrawFollowsTheDistribution(t *testing.T) {
+	t.Parallel()
+	logits := []float32{0, 1, 2, -1, 0.5}
+	s := &state{rng: rand.New(rand.NewPCG(7, 8)), logits: logits}
+	const draws = 200000
+	counts := make([]int, len(logits))
+	for range draws {
+		id, _ := s.choose(Params{Temperature: 1})
+		counts[id]++
+	}
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v))
+	}
+	for i, v := range logits {
+		want := math.Exp(float64(v)) / z
+		if got := float64(counts[i]) / draws; math.Abs(got-want) > 0.005 {
+			t.Errorf("id %d drawn %.4f of the time, want %.4f", i, got, want)
+		}
+	}
+}
