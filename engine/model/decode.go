@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/trainyard/trainyard/engine/linalg"
 )
@@ -37,6 +38,38 @@ func (c *Cache) Clone() *Cache {
 	return d
 }
 
+// CopyPrefix fills the empty cache c with the positions src holds (a prompt prefilled once for several
+// requests); c must have room for them.
+func (c *Cache) CopyPrefix(src *Cache) {
+	if c.Len != 0 || src.Len > c.cap || len(src.K) != len(c.K) {
+		panic(fmt.Sprintf("model: copy %d positions into a cache of %d/%d", src.Len, c.Len, c.cap))
+	}
+	for l := range c.K {
+		c.K[l] = append(c.K[l][:0], src.K[l]...)
+		c.V[l] = append(c.V[l][:0], src.V[l]...)
+	}
+	c.Len = src.Len
+}
+
+// Compact returns a copy of c that holds its positions and no room for more (what a prompt cache keeps).
+func (c *Cache) Compact() *Cache {
+	d := &Cache{K: make([][]float32, len(c.K)), V: make([][]float32, len(c.V)), Len: c.Len, cap: c.Len}
+	for l := range c.K {
+		d.K[l] = slices.Clone(c.K[l])
+		d.V[l] = slices.Clone(c.V[l])
+	}
+	return d
+}
+
+// Bytes is the memory the cache's positions take.
+func (c *Cache) Bytes() int64 {
+	var n int64
+	for l := range c.K {
+		n += int64(len(c.K[l])+len(c.V[l])) * 4
+	}
+	return n
+}
+
 // Prefill runs tokens through the model into an empty cache and returns the logits of the last position.
 func (w *Weights) Prefill(ctx context.Context, c *Cache, tokens []int, lora *LoRA) ([]float32, error) {
 	return w.PrefillBatch(ctx, []*Cache{c}, [][]int{tokens}, lora)
@@ -47,6 +80,16 @@ func (w *Weights) Prefill(ctx context.Context, c *Cache, tokens []int, lora *LoR
 // prompt. It returns [len(prompts) × vocab] logits: the last position of each prompt. A prompt's result
 // differs from prefilling it alone only by the rounding of the matrix kernels for a different row count.
 func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][]int, lora *LoRA) ([]float32, error) {
+	return w.prefill(ctx, caches, prompts, PassOptions{LoRA: lora})
+}
+
+// PrefillAdapters is PrefillBatch with each prompt under its own adapter (nil = the base model): one pass
+// of the base weights for all of them (PassOptions.SeqLoRA).
+func (w *Weights) PrefillAdapters(ctx context.Context, caches []*Cache, prompts [][]int, loras []*LoRA) ([]float32, error) {
+	return w.prefill(ctx, caches, prompts, PassOptions{SeqLoRA: loras})
+}
+
+func (w *Weights) prefill(ctx context.Context, caches []*Cache, prompts [][]int, opt PassOptions) ([]float32, error) {
 	if len(caches) != len(prompts) || len(prompts) == 0 {
 		return nil, fmt.Errorf("%w: %d caches for %d prompts", ErrInput, len(caches), len(prompts))
 	}
@@ -60,12 +103,13 @@ func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][
 	for i, t := range prompts {
 		offs[i+1] = offs[i] + len(t)
 	}
-	p, err := w.Forward(ctx, prompts, PassOptions{LoRA: lora, OnKV: func(l int, k, v []float32) {
+	opt.OnKV = func(l int, k, v []float32) {
 		for i, c := range caches {
 			c.K[l] = append(c.K[l], k[offs[i]*kd:offs[i+1]*kd]...)
 			c.V[l] = append(c.V[l], v[offs[i]*kd:offs[i+1]*kd]...)
 		}
-	}})
+	}
+	p, err := w.Forward(ctx, prompts, opt)
 	if err != nil {
 		for _, c := range caches { // a cancelled pass may have filled some layers
 			for l := range c.K {
@@ -86,10 +130,24 @@ func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][
 // computed independently of the others, so batching does not change a sequence's result beyond the
 // matmul kernel's rounding.
 func (w *Weights) Decode(ctx context.Context, caches []*Cache, tokens []int, lora *LoRA) ([]float32, error) {
+	return w.decode(ctx, caches, tokens, lora, nil)
+}
+
+// DecodeAdapters is Decode with each sequence under its own adapter (nil = the base model): the base
+// weights are read once for the whole step, and each run of consecutive sequences on the same adapter adds
+// its low-rank term (order the caches by adapter to make the runs long).
+func (w *Weights) DecodeAdapters(ctx context.Context, caches []*Cache, tokens []int, loras []*LoRA) ([]float32, error) {
+	if len(loras) != len(caches) {
+		return nil, fmt.Errorf("%w: %d adapters for %d caches", ErrInput, len(loras), len(caches))
+	}
+	return w.decode(ctx, caches, tokens, nil, loras)
+}
+
+func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lora *LoRA, loras []*LoRA) ([]float32, error) {
 	if len(caches) != len(tokens) {
 		return nil, fmt.Errorf("%w: %d caches for %d tokens", ErrInput, len(caches), len(tokens))
 	}
-	p := &Pass{w: w, lora: lora, decode: caches, N: len(tokens), seqs: make([][]int, len(tokens))}
+	p := &Pass{w: w, lora: lora, seqLoRA: loras, decode: caches, N: len(tokens), seqs: make([][]int, len(tokens))}
 	for i, id := range tokens {
 		if id < 0 || id >= w.Cfg.VocabSize {
 			return nil, fmt.Errorf("%w: token id %d (vocabulary %d)", ErrInput, id, w.Cfg.VocabSize)

@@ -15,9 +15,12 @@ var ErrInput = errors.New("invalid model input")
 
 // PassOptions configure a forward pass.
 type PassOptions struct {
-	LoRA  *LoRA  // nil: base model only
-	Keep  bool   // keep activations so Backward can run
-	Arena *Arena // buffer source (nil: heap)
+	LoRA *LoRA // nil: base model only
+	// SeqLoRA, when set (one entry per sequence, nil = base only), applies each sequence's own adapter on
+	// top of one pass of the base weights for all (inference only: not with LoRA or Keep).
+	SeqLoRA []*LoRA
+	Keep    bool   // keep activations so Backward can run
+	Arena   *Arena // buffer source (nil: heap)
 	// DropoutSeed seeds LoRA dropout masks; dropout applies only when Keep is set (training).
 	DropoutSeed int64
 	// OnKV, when set, receives each layer's post-RoPE keys and values [N × kvDim] (used to fill a KV cache).
@@ -38,6 +41,7 @@ type layerCache struct {
 type Pass struct {
 	w        *Weights
 	lora     *LoRA
+	seqLoRA  []*LoRA // per sequence, for passes of several adapters (PassOptions.SeqLoRA)
 	opt      PassOptions
 	seqs     [][]int
 	offs     []int // offs[s] is the first row of sequence s; offs[len] = N
@@ -58,7 +62,11 @@ type Pass struct {
 // Forward runs seqs through the model.
 func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*Pass, error) {
 	c := w.Cfg
-	p := &Pass{w: w, lora: opt.LoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1)}
+	if opt.SeqLoRA != nil && (len(opt.SeqLoRA) != len(seqs) || opt.LoRA != nil || opt.Keep) {
+		return nil, fmt.Errorf("%w: %d adapters for %d sequences (LoRA set: %t, Keep: %t)", ErrInput,
+			len(opt.SeqLoRA), len(seqs), opt.LoRA != nil, opt.Keep)
+	}
+	p := &Pass{w: w, lora: opt.LoRA, seqLoRA: opt.SeqLoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1)}
 	for s, toks := range seqs {
 		if len(toks) == 0 || len(toks) > c.MaxSeqLen {
 			return nil, fmt.Errorf("%w: sequence %d has %d tokens (1..%d allowed)", ErrInput, s, len(toks), c.MaxSeqLen)
@@ -140,6 +148,11 @@ func (p *Pass) newLayerCache() *layerCache {
 			}
 		}
 	}
+	for m := 0; m < NumModules; m++ {
+		if r := maxRank(p.seqLoRA, m); r > 0 {
+			lc.lu[m] = ar.dirty(N * r)
+		}
+	}
 	return lc
 }
 
@@ -201,6 +214,10 @@ func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 		for r := 0; r < N; r++ {
 			linalg.Axpy(1, b, y[r*out:(r+1)*out])
 		}
+	}
+	if p.seqLoRA != nil {
+		p.seqAdapters(l, m, lc, x, y)
+		return
 	}
 	if p.lora == nil || !p.lora.Targets[m] {
 		return

@@ -1,0 +1,40 @@
+package model
+
+import "github.com/trainyard/trainyard/engine/linalg"
+
+// Passes over sequences of different adapters (PassOptions.SeqLoRA, DecodeAdapters): the base product of
+// each projection is computed once for every row of the batch, then each run of consecutive sequences on
+// the same adapter adds that adapter's low-rank term to its rows, as S-LoRA and Punica do on GPUs. The
+// weights are read once per step whatever the number of adapters in it, and a sequence's result is the one
+// of a pass with its adapter alone, up to the rounding of the kernels for a different row count.
+
+// maxRank is the largest rank among the adapters that adapt projection m (0: none does).
+func maxRank(adapters []*LoRA, m int) int {
+	r := 0
+	for _, a := range adapters {
+		if a != nil && a.Targets[m] {
+			r = max(r, a.Rank)
+		}
+	}
+	return r
+}
+
+// seqAdapters adds each sequence's adapter term of projection m of layer l to its rows of y.
+func (p *Pass) seqAdapters(l, m int, lc *layerCache, x, y []float32) {
+	out, in := p.w.Cfg.Shape(m)
+	for s := 0; s < len(p.seqLoRA); {
+		a := p.seqLoRA[s]
+		e := s + 1
+		for e < len(p.seqLoRA) && p.seqLoRA[e] == a {
+			e++
+		}
+		if a != nil && a.Targets[m] {
+			r0, n, r := p.offs[s], p.offs[e]-p.offs[s], a.Rank
+			u := lc.lu[m][r0*r : (r0+n)*r]
+			linalg.Sgemm(false, true, n, r, in, 1, x[r0*in:], in, a.A[l][m], in, 0, u, r)
+			linalg.Sgemm(false, true, n, out, r, a.Scale(), u, r, a.B[l][m], r, 1, y[r0*out:], out)
+			p.FlopsFwd += int64(2*n*r*in + 2*n*out*r)
+		}
+		s = e
+	}
+}
