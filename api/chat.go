@@ -24,14 +24,21 @@ type chatCompletion struct {
 
 // chatUsage is OpenAI's usage object.
 type chatUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                 `json:"prompt_tokens"`
+	CompletionTokens    int                 `json:"completion_tokens"`
+	TotalTokens         int                 `json:"total_tokens"`
+	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
+}
+
+// promptTokensDetails is OpenAI's (and the document's PromptTokenUsageInfo): the prompt tokens whose
+// prefill was shared with another request with the same prompt.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func newChatUsage(u serving.Usage) *chatUsage {
 	return &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-		TotalTokens: u.PromptTokens + u.CompletionTokens}
+		TotalTokens: u.PromptTokens + u.CompletionTokens, PromptTokensDetails: promptTokensDetails{u.CachedPromptTokens}}
 }
 
 // chatCompletions is POST /v1/chat/completions (and its trailing-slash twin): validate, admit and prepare

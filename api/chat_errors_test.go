@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -253,5 +254,54 @@ func TestChatManyAtOnce(t *testing.T) {
 	}
 	if counts[http.StatusOK] != 256 {
 		t.Fatalf("statuses %v, want 256 × 200", counts)
+	}
+}
+
+// TestChatGroupSharesItsPrompt: the rollouts of a group, sent at once as separate requests, prefill their
+// prompt once: every request but the first reports the whole prompt in usage.prompt_tokens_details
+// .cached_tokens, and /metrics counts the tokens saved.
+func TestChatGroupSharesItsPrompt(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, serving.Config{})
+	// The built-in base is shared by the tests of this process: a prompt of its own keeps the count exact.
+	body := fmt.Sprintf(`{"model":"%s","max_tokens":4,"temperature":1,"logprobs":true,"messages":[{"role":"user","content":"Rollout group %d: name a planet."}]}`,
+		servingtest.BaseModel, time.Now().UnixNano())
+	const group = 8
+	type answer struct {
+		Usage struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	answers := make(chan answer, group)
+	var wg sync.WaitGroup
+	for range group {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var a answer
+			if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("status %d: %v", resp.StatusCode, err)
+			}
+			answers <- a
+		})
+	}
+	wg.Wait()
+	close(answers)
+	cached, prompt := 0, 0
+	for a := range answers {
+		cached += a.Usage.PromptTokensDetails.CachedTokens
+		prompt = a.Usage.PromptTokens
+	}
+	if prompt == 0 || cached != (group-1)*prompt {
+		t.Fatalf("%d cached prompt tokens over the group, want %d (%d requests × %d tokens, all but the first)", cached, (group-1)*prompt, group-1, prompt)
 	}
 }

@@ -32,6 +32,15 @@ type Base struct {
 	// lr are the recommended learning rates (RL, SFT); ok is false when there are none.
 	lrRL, lrSFT float64
 	lrOK        bool
+	// shared holds what the base's samplers share (NewSampler).
+	shared *baseShared
+}
+
+// baseShared is the batch that decodes the chat requests of every adapter of a base together, made on
+// first use.
+type baseShared struct {
+	once  sync.Once
+	batch *sample.Batcher
 }
 
 // BuiltinNames lists the models OpenBuiltin knows, e.g. "trainyard/tiny-chat".
@@ -78,7 +87,7 @@ func byteLevelBase(name string, w *model.Weights) (*Base, error) {
 	if w.Cfg.VocabSize < tok.VocabSize() {
 		return nil, fmt.Errorf("%w: vocabulary of %d is smaller than the byte tokenizer's %d", ErrInvalidInput, w.Cfg.VocabSize, tok.VocabSize())
 	}
-	return &Base{name: name, w: w, tok: tok, stops: tok.StopTokens(), tmpl: chat.NewTemplate(tok),
+	return &Base{name: name, w: w, tok: tok, stops: tok.StopTokens(), tmpl: chat.NewTemplate(tok), shared: &baseShared{},
 		callStart: tok.Special(tokenizer.ToolCallStart), callEnd: tok.Special(tokenizer.ToolCallEnd),
 		thinkStart: -1, thinkEnd: -1}, nil
 }

@@ -67,7 +67,7 @@ func TestOpenDirLlamaCheckpoint(t *testing.T) {
 		// OpenDir holds the base as bfloat16 whatever the checkpoint's dtype: the same values as w rounded.
 		src := new(Base)
 		*src = *b
-		src.name, src.w = "src", w.ToBF16()
+		src.name, src.w, src.shared = "src", w.ToBF16(), &baseShared{}
 		seq, _ := b.RenderTraining([]Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "yo", Trainable: true}}, nil)
 		a, _ := b.NewAdapter(DefaultLoRAConfig(), 1)
 		as, _ := src.NewAdapter(DefaultLoRAConfig(), 1)

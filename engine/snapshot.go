@@ -300,7 +300,7 @@ func hfBase(name, dir string, w *model.Weights, cfgJSON []byte) (*Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Base{name: name, w: w, tok: tok, stops: stops, tmpl: hftemplate.NewEncoder(tpl, tok), callStart: -1, callEnd: -1,
+	b := &Base{name: name, w: w, tok: tok, stops: stops, tmpl: hftemplate.NewEncoder(tpl, tok), callStart: -1, callEnd: -1, shared: &baseShared{},
 		thinkStart: -1, thinkEnd: -1}
 	b.callStart, b.callEnd = addedPair(tok, "<tool_call>", "</tool_call>")
 	b.thinkStart, b.thinkEnd = addedPair(tok, "<think>", "</think>")

@@ -73,6 +73,9 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 		return nil, fmt.Errorf("sample %s: %w", g.req.Model, err)
 	}
 	res := &Result{Choices: make([]trainyard.Choice, len(comps)), Usage: Usage{PromptTokens: len(g.prompt)}}
+	if len(comps) > 0 {
+		res.Usage.CachedPromptTokens = comps[0].CachedPrompt
+	}
 	for i, c := range comps {
 		if res.Choices[i], err = builders[c.Index].finish(c.FinishReason); err != nil {
 			return nil, err
@@ -81,6 +84,7 @@ func (g *Generation) Run(ctx context.Context, emit func(Delta) error) (*Result, 
 	}
 	telemetry.ChatTokens.WithLabelValues("prompt").Add(float64(res.Usage.PromptTokens))
 	telemetry.ChatTokens.WithLabelValues("completion").Add(float64(res.Usage.CompletionTokens))
+	telemetry.ChatPrefillSaved.Add(float64(res.Usage.CachedPromptTokens))
 	return res, nil
 }
 

@@ -57,6 +57,9 @@ type Request struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// CachedPromptTokens are the prompt tokens whose prefill was shared with another request with the same
+	// prompt (OpenAI's prompt_tokens_details.cached_tokens): the rollouts of a group prefill it once.
+	CachedPromptTokens int
 }
 
 // Result is a finished generation.

@@ -32,6 +32,11 @@ func testWeights(t testing.TB) *model.Weights {
 // runHeld starts one Batcher.Run per prompt and lets the batcher's loop start only once all of them have
 // joined, so that their prompts are prefilled in one batched pass; it returns each call's result.
 func runHeld(t *testing.T, b *Batcher, ctxs []context.Context, prompts [][]int, params []Params) ([][]Completion, []error) {
+	return runHeldAdapters(t, b, ctxs, nil, prompts, params)
+}
+
+// runHeldAdapters is runHeld with request i on adapter loras[i] (loras nil: the base model for all).
+func runHeldAdapters(t *testing.T, b *Batcher, ctxs []context.Context, loras []*model.LoRA, prompts [][]int, params []Params) ([][]Completion, []error) {
 	t.Helper()
 	b.mu.Lock()
 	b.running = true // hold the loop back: Run only queues the request
@@ -42,7 +47,11 @@ func runHeld(t *testing.T, b *Batcher, ctxs []context.Context, prompts [][]int, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = b.Run(ctxs[i], prompts[i], params[i], nil)
+			var lora *model.LoRA
+			if loras != nil {
+				lora = loras[i]
+			}
+			outs[i], errs[i] = b.Run(ctxs[i], lora, prompts[i], params[i], nil)
 		}()
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -79,7 +88,7 @@ func testBatcherMatchesRun(t *testing.T, maxPrefill int) {
 		params[i] = Params{Temperature: 1, Seed: int64(100 + i), MaxTokens: 6, N: 1 + i%2}
 		ctxs[i] = context.Background()
 	}
-	b := NewBatcher(w, nil, byteVocab{})
+	b := NewBatcher(w, byteVocab{})
 	b.maxPrefill = maxPrefill
 	outs, errs := runHeld(t, b, ctxs, prompts, params)
 	for i, pr := range prompts {
@@ -125,7 +134,7 @@ func TestBatcherPrefillErrors(t *testing.T) {
 	for i := range params {
 		params[i] = Params{Temperature: 1, Seed: int64(i), MaxTokens: 4}
 	}
-	outs, errs := runHeld(t, NewBatcher(w, nil, byteVocab{}), ctxs, prompts, params)
+	outs, errs := runHeld(t, NewBatcher(w, byteVocab{}), ctxs, prompts, params)
 	if !errors.Is(errs[1], context.Canceled) {
 		t.Fatalf("cancelled request: %v", errs[1])
 	}
@@ -141,5 +150,104 @@ func TestBatcherPrefillErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+	}
+}
+
+// TestBatcherAdaptersInOneBatch: requests on three adapters and on the base model, prefilled and decoded
+// in the same passes, sample what each samples alone through Run with its adapter, greedily and at
+// temperature 1 with the same seed.
+func TestBatcherAdaptersInOneBatch(t *testing.T) {
+	w := testWeights(t)
+	all := [model.NumModules]bool{true, true, true, true, true, true, true}
+	var adapters []*model.LoRA
+	for i := range 3 {
+		a, err := model.NewLoRA(w.Cfg, 2+i, 8, 0, all, int64(40+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ts := range a.Tensors(w.Cfg) {
+			for j := range ts.Data {
+				ts.Data[j] = float32(math.Sin(float64(3*j+i))) * 0.3
+			}
+		}
+		adapters = append(adapters, a)
+	}
+	loras := []*model.LoRA{adapters[0], nil, adapters[1], adapters[0], adapters[2], nil}
+	prompts := [][]int{{1, 2, 3}, {4, 5}, {6, 7, 8, 9}, {10, 11}, {12}, {13, 14, 15}}
+	for _, temp := range []float32{0, 1} {
+		params := make([]Params, len(prompts))
+		ctxs := make([]context.Context, len(prompts))
+		for i := range params {
+			params[i] = Params{Temperature: temp, Seed: int64(7 + i), MaxTokens: 8, N: 1 + i%2}
+			ctxs[i] = context.Background()
+		}
+		outs, errs := runHeldAdapters(t, NewBatcher(w, byteVocab{}), ctxs, loras, prompts, params)
+		for i, pr := range prompts {
+			if errs[i] != nil {
+				t.Fatalf("request %d: %v", i, errs[i])
+			}
+			want, err := Run(context.Background(), w, loras[i], byteVocab{}, pr, params[i], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameCompletions(t, fmt.Sprintf("temperature %g request %d", temp, i), outs[i], want)
+		}
+	}
+}
+
+// TestBatcherSharesPrompts: the rollouts of a group (the same prompt and adapter, each its own request)
+// prefill the prompt once and sample what each samples alone; a request with that prompt arriving later
+// takes it from the prompt cache; the same prompt on another adapter is prefilled again.
+func TestBatcherSharesPrompts(t *testing.T) {
+	w := testWeights(t)
+	all := [model.NumModules]bool{true, true, true, true, true, true, true}
+	adapter, _ := model.NewLoRA(w.Cfg, 2, 8, 0, all, 9)
+	for _, ts := range adapter.Tensors(w.Cfg) {
+		for j := range ts.Data {
+			ts.Data[j] = float32(math.Cos(float64(j))) * 0.3
+		}
+	}
+	prompt := []int{3, 1, 4, 1, 5, 9, 2, 6}
+	const group = 8
+	prompts := make([][]int, group+1)
+	params := make([]Params, group+1)
+	ctxs := make([]context.Context, group+1)
+	loras := make([]*model.LoRA, group+1)
+	for i := range prompts {
+		prompts[i], ctxs[i] = prompt, context.Background()
+		params[i] = Params{Temperature: 1, Seed: int64(i), MaxTokens: 6}
+	}
+	loras[group] = adapter // the same tokens on an adapter are another prompt
+	b := NewBatcher(w, byteVocab{})
+	outs, errs := runHeldAdapters(t, b, ctxs, loras, prompts, params)
+	shared := 0
+	for i := range prompts {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		want, err := Run(context.Background(), w, loras[i], byteVocab{}, prompts[i], params[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+		shared += outs[i][0].CachedPrompt
+	}
+	if want := (group - 1) * len(prompt); shared != want {
+		t.Fatalf("%d prompt tokens shared, want %d (the group's prompt prefilled once, the adapter's once)", shared, want)
+	}
+	later, err := b.Run(context.Background(), nil, prompt, Params{Temperature: 1, Seed: 3, MaxTokens: 6}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later[0].CachedPrompt != len(prompt) {
+		t.Fatalf("a later request with the prompt shared %d tokens, want %d", later[0].CachedPrompt, len(prompt))
+	}
+	sameCompletions(t, "later request", later, outs[3])
+	other, err := b.Run(context.Background(), nil, []int{3, 1, 4, 1, 5, 9, 2, 7}, Params{Temperature: 1, Seed: 3, MaxTokens: 6}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other[0].CachedPrompt != 0 {
+		t.Fatalf("another prompt shared %d tokens", other[0].CachedPrompt)
 	}
 }

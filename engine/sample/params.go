@@ -73,4 +73,7 @@ type Completion struct {
 	Tokens       []SampledToken
 	Text         string
 	FinishReason string // "stop" or "length"
+	// CachedPrompt is the number of prompt tokens whose prefill the request took from another request with
+	// the same prompt instead of computing it (Batcher.Run; the same for every completion of a request).
+	CachedPrompt int
 }

@@ -120,7 +120,7 @@ func advance(states []*state, tok Vocab, stops map[int]bool, p Params, maxNew in
 		if s.done {
 			continue
 		}
-		id, lp := s.choose(p)
+		id, lp := s.next(p)
 		if stops[id] {
 			s.finish("stop", onToken)
 			continue
@@ -164,6 +164,24 @@ type state struct {
 	lp, w []float32
 	keys  []uint64
 	order []int
+	// picked says pickID (with lp) is the next token, chosen ahead by pick.
+	picked bool
+	pickID int
+}
+
+// pick chooses the next token ahead of advance (which may run on another goroutine than choose would).
+func (s *state) pick(p Params) {
+	s.pickID, _ = s.choose(p)
+	s.picked = true
+}
+
+// next returns the token pick chose, or chooses it now.
+func (s *state) next(p Params) (int, []float32) {
+	if s.picked {
+		s.picked = false
+		return s.pickID, s.lp
+	}
+	return s.choose(p)
 }
 
 // Vocab is what sampling needs of a tokenizer: the bytes of each token (streamed text, stop sequences,

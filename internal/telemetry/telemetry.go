@@ -63,6 +63,8 @@ var (
 		Buckets: requestBuckets}))
 	ChatTokens = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trainyard_chat_tokens_total", Help: "Tokens of chat completions, by kind (prompt, completion)."}, []string{"kind"}))
+	ChatPrefillSaved = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "trainyard_chat_prefill_tokens_saved_total", Help: "Prompt tokens of chat requests not prefilled because another request with the same prompt and adapter had been (shared prefixes)."}))
 	ChatRejected = register(prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "trainyard_chat_rejected_total", Help: "Chat requests refused by the admission queue (429: queue full or waited too long)."}))
 	ChatQueued = register(prometheus.NewGauge(prometheus.GaugeOpts{
