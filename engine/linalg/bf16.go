@@ -10,7 +10,14 @@ import "math"
 var (
 	widenBF16 = widenBF16Generic
 	dotBF16   = dotBF16Generic
+	// tilesBF16, when set (AVX-512), computes C = alpha·A·Bᵀ + beta·C for 2..tilesMaxRows row-major rows of A
+	// and B stored n × k with register-tiled kernels that widen B in registers.
+	tilesBF16 func(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
 )
+
+// tilesMaxRows is the most rows of A tilesBF16 takes: a decoding step of up to 64 sequences, whose rows of
+// activations stay in L2 (64 × 1,536 floats is 384 KiB) while the weights stream past them.
+const tilesMaxRows = 64
 
 // WidenBF16 sets dst[i] to the float32 value of the bfloat16 src[i], for i < len(src).
 func WidenBF16(dst []float32, src []uint16) {
@@ -96,6 +103,10 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		if m == 1 {
 			x := vectorOf(a, transA, lda, k)
 			gemvRowsBF16(b, ldb, x, n, alpha, beta, c)
+			return
+		}
+		if tilesBF16 != nil && !transA && m <= tilesMaxRows && k >= 16 {
+			tilesBF16(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 			return
 		}
 		if m <= fewRowsMax {

@@ -48,6 +48,10 @@ func TestSgemmBF16(t *testing.T) {
 		{5, 300, 70, true, true}, {8, 1536, 576, false, true}, {17, 64, 33, false, true},
 		{40, 1100, 1000, false, true}, {50, 33, 17, true, true}, {1, 300, 70, false, false}, {5, 64, 3000, false, false},
 		{37, 129, 2100, true, false}, {200, 96, 48, false, true},
+		// The register tiles (AVX-512): rows of A in groups of 4 and a remainder, rows of B past the last
+		// whole tile, k with and without a remainder past a multiple of 16.
+		{32, 151, 576, false, true}, {64, 1538, 96, false, true}, {2, 7, 16, false, true}, {7, 30, 48, false, true},
+		{63, 9, 17, false, true},
 	} {
 		ldb := tc.k + 3
 		if !tc.transB {

@@ -1,0 +1,69 @@
+package linalg
+
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The register-tiled kernels (tiles_bf16_avx512_amd64.s, written by _asmgen with avo) for a few dozen rows
+// of activations times bfloat16 weights: decoding a batch of sequences.
+func init() {
+	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512DQ || !cpu.X86.HasAVX512VL {
+		return
+	}
+	tilesBF16 = tilesBF16AVX512
+}
+
+// tileKernels[mr] computes a tile of mr rows of A by 4 rows of B.
+var tileKernels = [5]func(k int, a *float32, lda int, b *uint16, ldb int, out *float32){
+	1: dotTile1x4BF16AVX512, 2: dotTile2x4BF16AVX512, 3: dotTile3x4BF16AVX512, 4: dotTile4x4BF16AVX512,
+}
+
+// tilesBF16AVX512 computes C = alpha·A·Bᵀ + beta·C for m rows of A (row-major) with B stored n × k in
+// bfloat16, a tile of 4 rows of A by 4 rows of B at a time. The columns of C are split among the workers;
+// within a worker's chunk each group of 4 rows of B is read from memory once, stays in L1 while every group
+// of 4 rows of A (in L2) passes over it, and is widened in registers: nothing is widened into memory or
+// packed, so the weights stream once per step whatever the batch, at the FMA units' rate.
+func tilesBF16AVX512(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	k16 := k &^ 15
+	workers, release := acquireStreamWorkers(2 * n * k)
+	defer release()
+	chunk := max(4, streamChunk(n, workers, 64)&^3)
+	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
+		var out [16]float32
+		j1 := min(n, (ch+1)*chunk)
+		for j := ch * chunk; j < j1; j += 4 {
+			if j+4 > j1 { // the last rows of B, fewer than a tile
+				for jj := j; jj < j1; jj++ {
+					for i := range m {
+						merge(c, i*ldc+jj, alpha*dotBF16(a[i*lda:i*lda+k], b[jj*ldb:jj*ldb+k]), beta)
+					}
+				}
+				break
+			}
+			for i := 0; i < m; i += 4 {
+				mr := min(4, m-i)
+				tileKernels[mr](k16, &a[i*lda], lda, &b[j*ldb], ldb, &out[0])
+				for ii := range mr {
+					for jj := range 4 {
+						s := out[ii*4+jj]
+						for p := k16; p < k; p++ { // a k that is not a multiple of 16
+							s += a[(i+ii)*lda+p] * math.Float32frombits(uint32(b[(j+jj)*ldb+p])<<16)
+						}
+						merge(c, (i+ii)*ldc+j+jj, alpha*s, beta)
+					}
+				}
+			}
+		}
+	})
+}
+
+// merge sets c[o] = v + beta·c[o] (v alone when beta is 0, whatever c held).
+func merge(c []float32, o int, v, beta float32) {
+	if beta == 0 {
+		c[o] = v
+	} else {
+		c[o] = v + beta*c[o]
+	}
+}

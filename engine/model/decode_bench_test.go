@@ -1,0 +1,65 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+// BenchmarkDecodeRollouts times one decoding step of B sequences, as chat serves RL rollouts, at
+// SmolLM2-135M's body with Qwen3's 151,936-token vocabulary (the head is then the largest matrix) on a
+// bfloat16 base, each sequence 96 positions in. It reports the step's time per token and the bytes of
+// weights and the flops the step needs, so the step can be set against the machine's limits.
+//
+//	go test -run '^$' -bench DecodeRollouts -benchtime 20x ./engine/model/
+func BenchmarkDecodeRollouts(b *testing.B) {
+	cfg := smolLM2
+	cfg.VocabSize = 151936
+	w32, err := NewWeights(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w32.Init(1)
+	w := w32.ToBF16()
+	w32 = nil
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(1))
+	for _, batch := range []int{1, 8, 32, 64} {
+		b.Run(fmt.Sprint(batch), func(b *testing.B) {
+			caches := make([]*Cache, batch)
+			toks := make([]int, batch)
+			prompt := make([]int, 96)
+			for i := range prompt {
+				prompt[i] = rng.Intn(cfg.VocabSize)
+			}
+			first := w.NewCache(96)
+			if _, err := w.Prefill(ctx, first, prompt, nil); err != nil {
+				b.Fatal(err)
+			}
+			for i := range caches {
+				caches[i] = w.NewCache(96 + 256)
+				caches[i].CopyPrefix(first)
+				toks[i] = rng.Intn(cfg.VocabSize)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if caches[0].Len == caches[0].cap {
+					b.StopTimer()
+					for j := range caches {
+						caches[j] = w.NewCache(96 + 256)
+						caches[j].CopyPrefix(first)
+					}
+					b.StartTimer()
+				}
+				if _, err := w.Decode(ctx, caches, toks, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
+			b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(w.Bytes())/1e6, "weights-MB")
+			b.ReportMetric(2*float64(cfg.NumParams())*float64(batch)/1e9, "GFLOP/step")
+		})
+	}
+}
