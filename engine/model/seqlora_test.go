@@ -61,7 +61,7 @@ func TestAdaptersInOneBatch(t *testing.T) {
 					for i := range tokens {
 						tokens[i] = steps[i][s]
 					}
-					got, err := w.DecodeAdapters(ctx, caches, tokens, loras)
+					got, err := w.DecodeAdapters(ctx, caches, tokens, loras, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -73,7 +73,7 @@ func TestAdaptersInOneBatch(t *testing.T) {
 						closeAll(t, fmt.Sprintf("step %d sequence %d logits", s, i), got[i*V:(i+1)*V], want)
 					}
 				}
-				if _, err := w.DecodeAdapters(ctx, caches, []int{1, 2, 3, 4, 5}, loras[:2]); err == nil {
+				if _, err := w.DecodeAdapters(ctx, caches, []int{1, 2, 3, 4, 5}, loras[:2], nil); err == nil {
 					t.Fatal("adapters for 2 of 5 caches accepted")
 				}
 			})

@@ -31,6 +31,7 @@ type Batcher struct {
 	// maxPrefill is the most prompt tokens one prefill pass takes (prefillTokens; smaller in tests).
 	maxPrefill int
 	prompts    *promptCache
+	logits     []float32 // of the last decoding step, reused by the next (the loop's own)
 
 	mu      sync.Mutex
 	joining []*request
@@ -212,7 +213,9 @@ func (b *Batcher) decodeRows(rows []*state, loras []*model.LoRA) error {
 		s := rows[o]
 		caches[i], ids[i], ls[i] = s.cache, s.out[len(s.out)-1].ID, loras[o]
 	}
-	all, err := b.w.DecodeAdapters(context.Background(), caches, ids, ls)
+	// Every row chose its token from the last step's logits before this step: their buffer is free.
+	b.logits = grow(b.logits, len(rows)*b.w.Cfg.VocabSize)
+	all, err := b.w.DecodeAdapters(context.Background(), caches, ids, ls, b.logits)
 	if err != nil {
 		return err
 	}
