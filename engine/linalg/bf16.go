@@ -10,7 +10,7 @@ import "math"
 var (
 	widenBF16 = widenBF16Generic
 	dotBF16   = dotBF16Generic
-	// tilesBF16, when set (AVX-512), computes C = alpha·A·Bᵀ + beta·C for 2..tilesMaxRows row-major rows of A
+	// tilesBF16, when set (AVX-512 or AVX2), computes C = alpha·A·Bᵀ + beta·C for 2..tilesMaxRows row-major rows of A
 	// and B stored n × k with register-tiled kernels that widen B in registers.
 	tilesBF16 func(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
 )

@@ -1,7 +1,7 @@
 // Command asmgen writes engine/linalg's register-tiled kernels for rows of float32 activations times
-// bfloat16 weights (tiles_bf16_avx512_amd64.s and its Go declarations) with avo:
+// bfloat16 weights (tiles_bf16_amd64.s and its Go declarations) with avo:
 //
-//	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_avx512_amd64.s -stubs ../tiles_bf16_avx512_stubs_amd64.go -pkg linalg
+//	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg
 //
 // It is a module of its own so that the project does not depend on avo; its output is committed.
 package main
@@ -14,28 +14,40 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// nr is the rows of B (outputs) one tile computes; the tiles come in 1 to 4 rows of A.
+// nr is the rows of B (outputs) one tile computes.
 const nr = 4
+
+// isa is one instruction set's form of the tiles: its vector width and how many rows of A a tile takes at
+// most (the accumulators, the rows of A and one row of B fill the register file: 4·4 + 4 + 1 of the 32 zmm
+// registers, 3·4 + 3 + 1 of the 16 ymm).
+type isa struct {
+	name  string
+	lanes int
+	maxMR int
+	vec   func() reg.VecVirtual
+}
 
 func main() {
 	ConstraintExpr("amd64")
-	for mr := 1; mr <= 4; mr++ {
-		tile(mr)
+	for _, is := range []isa{{"AVX512", 16, 4, ZMM}, {"AVX2", 8, 3, YMM}} {
+		for mr := 1; mr <= is.maxMR; mr++ {
+			tile(is, mr)
+		}
 	}
 	Generate()
 }
 
-// tile writes dotTile<mr>x4BF16: out[i*4+j] = Σ_{p<k} a[i*lda+p]·float32(b[j*ldb+p]) for i < mr, j < 4, with
-// k a multiple of 16. Each of the mr·4 dot products accumulates 16 lanes in its own register; a step of 16
-// values loads mr rows of A, widens 4 rows of B (bfloat16 is the top half of a float32: zero-extend to 32
-// bits, shift left 16) and issues mr·4 FMAs, so the FMA units, not the loads, bound it. The lanes are summed
-// once at the end.
-func tile(mr int) {
-	name := fmt.Sprintf("dotTile%dx%dBF16AVX512", mr, nr)
+// tile writes dotTile<mr>x4BF16<isa>: out[i*4+j] = Σ_{p<k} a[i*lda+p]·float32(b[j*ldb+p]) for i < mr, j < 4,
+// with k a multiple of the lanes. Each of the mr·4 dot products accumulates a vector of lanes in its own
+// register; a step loads mr rows of A, widens 4 rows of B (bfloat16 is the top half of a float32:
+// zero-extend to 32 bits, shift left 16) and issues mr·4 FMAs, so the FMA units, not the loads, bound it.
+// The lanes are summed once at the end.
+func tile(is isa, mr int) {
+	name := fmt.Sprintf("dotTile%dx%dBF16%s", mr, nr, is.name)
 	TEXT(name, NOSPLIT, "func(k int, a *float32, lda int, b *uint16, ldb int, out *float32)")
 	Doc(fmt.Sprintf("%s sets out[i*%d+j] to the dot product of row i of A (float32, stride lda) and row j of B",
 		name, nr),
-		fmt.Sprintf("(bfloat16, stride ldb) over k values, a multiple of 16, for i < %d and j < %d.", mr, nr))
+		fmt.Sprintf("(bfloat16, stride ldb) over k values, a multiple of %d, for i < %d and j < %d.", is.lanes, mr, nr))
 	k := Load(Param("k"), GP64())
 	a := Load(Param("a"), GP64())
 	lda := Load(Param("lda"), GP64())
@@ -67,7 +79,7 @@ func tile(mr int) {
 	for i := range acc {
 		acc[i] = make([]reg.VecVirtual, nr)
 		for j := range acc[i] {
-			acc[i][j] = ZMM()
+			acc[i][j] = is.vec()
 			VXORPS(acc[i][j], acc[i][j], acc[i][j])
 		}
 	}
@@ -79,29 +91,36 @@ func tile(mr int) {
 	JGE(LabelRef(name + "_sum"))
 	av := make([]reg.VecVirtual, mr)
 	for i := range av {
-		av[i] = ZMM()
+		av[i] = is.vec()
 		VMOVUPS(Mem{Base: arow[i], Index: p, Scale: 4}, av[i])
 	}
 	for j := 0; j < nr; j++ {
-		bv := ZMM()
+		bv := is.vec()
 		VPMOVZXWD(Mem{Base: brow[j], Index: p, Scale: 2}, bv)
 		VPSLLD(Imm(16), bv, bv)
 		for i := 0; i < mr; i++ {
 			VFMADD231PS(av[i], bv, acc[i][j])
 		}
 	}
-	ADDQ(Imm(16), p)
+	ADDQ(Imm(uint64(is.lanes)), p)
 	JMP(LabelRef(name + "_loop"))
 
 	Label(name + "_sum")
 	for i := 0; i < mr; i++ {
 		for j := 0; j < nr; j++ {
-			z := acc[i][j]
-			hi, y := YMM(), YMM()
-			VEXTRACTF64X4(Imm(1), z, hi)
-			VADDPS(hi, z.AsY(), y)
+			var y reg.VecVirtual = acc[i][j]
+			if is.lanes == 16 {
+				hi := YMM()
+				VEXTRACTF64X4(Imm(1), acc[i][j], hi)
+				y = YMM()
+				VADDPS(hi, acc[i][j].AsY(), y)
+			}
 			hx, x := XMM(), XMM()
-			VEXTRACTF32X4(Imm(1), y, hx)
+			if is.lanes == 16 {
+				VEXTRACTF32X4(Imm(1), y, hx) // y may be one of the upper 16 registers, which only EVEX reaches
+			} else {
+				VEXTRACTF128(Imm(1), y, hx)
+			}
 			VADDPS(hx, y.AsX(), x)
 			t := XMM()
 			VPERMILPS(Imm(0x4E), x, t) // swap the 64-bit halves

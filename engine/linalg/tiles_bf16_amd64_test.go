@@ -1,0 +1,86 @@
+package linalg
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+)
+
+// tileSets are the tiles this CPU can run: AVX2's on an AVX-512 machine too, so both are tested wherever
+// AVX-512 is.
+func tileSets() map[string]tileSet {
+	sets := map[string]tileSet{}
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL {
+		sets["avx512"] = tileSet{rows: 4, lanes: 16, kernels: [5]tileKernel{1: dotTile1x4BF16AVX512,
+			2: dotTile2x4BF16AVX512, 3: dotTile3x4BF16AVX512, 4: dotTile4x4BF16AVX512}}
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		sets["avx2"] = tileSet{rows: 3, lanes: 8, kernels: [5]tileKernel{1: dotTile1x4BF16AVX2,
+			2: dotTile2x4BF16AVX2, 3: dotTile3x4BF16AVX2}}
+	}
+	return sets
+}
+
+// TestTilesBF16 checks every tile set of the CPU against the float32 product of the widened weights, for
+// row counts that fill tiles and leave remainders, rows of B past the last whole tile, and k with and
+// without a remainder past the lanes; beta 0 overwrites C whatever it held.
+func TestTilesBF16(t *testing.T) {
+	saved := tiles
+	defer func() { tiles = saved }()
+	rng := rand.New(rand.NewSource(4))
+	for name, ts := range tileSets() {
+		tiles = ts
+		for _, s := range []struct{ m, n, k int }{{2, 4, 16}, {3, 9, 8}, {4, 30, 576}, {5, 17, 33}, {7, 64, 100},
+			{13, 7, 40}, {32, 151, 576}, {64, 66, 24}} {
+			for _, beta := range []float32{0, 0.5} {
+				lda, ldb, ldc := s.k+1, s.k+3, s.n+2
+				a := randVec(rng, s.m*lda)
+				b16 := make([]uint16, s.n*ldb)
+				RoundBF16(b16, randVec(rng, len(b16)))
+				b := make([]float32, len(b16))
+				WidenBF16(b, b16)
+				got := randVec(rng, s.m*ldc)
+				want := append([]float32(nil), got...)
+				if beta == 0 {
+					for i := range got {
+						got[i] = float32(math.NaN())
+					}
+				}
+				tilesBF16Asm(s.m, s.n, s.k, 0.7, a, lda, b16, ldb, beta, got, ldc)
+				Sgemm(false, true, s.m, s.n, s.k, 0.7, a, lda, b, ldb, beta, want, ldc)
+				for i := 0; i < s.m; i++ {
+					for j := 0; j < s.n; j++ {
+						g, w := got[i*ldc+j], want[i*ldc+j]
+						if d := math.Abs(float64(g - w)); !(d <= 1e-4*(1+math.Abs(float64(w)))) {
+							t.Fatalf("%s %+v beta %g: c[%d][%d] = %v, want %v", name, s, beta, i, j, g, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTilesBF16 compares the CPU's tile sets on a decoding step's MLP product (32 × 1536 × 576);
+// run with GOMAXPROCS=1 for one core's rate.
+func BenchmarkTilesBF16(b *testing.B) {
+	saved := tiles
+	defer func() { tiles = saved }()
+	const m, n, k = 32, 1536, 576
+	rng := rand.New(rand.NewSource(1))
+	a := randVec(rng, m*k)
+	w := make([]uint16, n*k)
+	RoundBF16(w, randVec(rng, n*k))
+	c := make([]float32, m*n)
+	for name, ts := range tileSets() {
+		b.Run(name, func(b *testing.B) {
+			tiles = ts
+			for b.Loop() {
+				tilesBF16Asm(m, n, k, 1, a, k, w, k, 0, c, n)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
