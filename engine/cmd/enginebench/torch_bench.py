@@ -1,6 +1,8 @@
 """The PyTorch side of `enginebench -compare`: the same work as the engine's side, in PyTorch (Debian's
 python3-torch 1.13, CPU). A Llama decoder written out here (no transformers package), random weights, LoRA on
 the seven projections, the same losses and the same optimizer; one JSON line per measurement on stdout.
+`--work rollouts` is the PyTorch side of `rolloutbench` (`make bench-rollouts`): G prompts sampled N times
+each, decoded together as one batch.
 
 Written to be a fair baseline rather than a strawman: the output head runs only on the rows that are
 trained (as the engine does), decoding writes into a preallocated KV cache (no torch.cat per token), grouped
@@ -24,9 +26,10 @@ def rms_norm(x, g, eps):
 class LoRALinear(torch.nn.Module):
     """y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ with W frozen; A Kaiming-uniform, B zero (PEFT's initialisation)."""
 
-    def __init__(self, out_f, in_f, rank, alpha):
+    def __init__(self, out_f, in_f, rank, alpha, bias=False):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.randn(out_f, in_f) * 0.02, requires_grad=False)
+        self.bias = torch.nn.Parameter(torch.zeros(out_f), requires_grad=False) if bias else None
         self.rank = rank
         if rank:
             bound = 1 / math.sqrt(in_f)
@@ -35,7 +38,7 @@ class LoRALinear(torch.nn.Module):
             self.scale = alpha / rank
 
     def forward(self, x):
-        y = F.linear(x, self.weight)
+        y = F.linear(x, self.weight, self.bias)
         if self.rank:
             y = y + F.linear(F.linear(x, self.a), self.b) * self.scale
         return y
@@ -53,9 +56,10 @@ class Llama(torch.nn.Module):
             ly.attn_norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
             ly.mlp_norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
             qd, kd = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
-            ly.q = LoRALinear(qd, d, rank, alpha)
-            ly.k = LoRALinear(kd, d, rank, alpha)
-            ly.v = LoRALinear(kd, d, rank, alpha)
+            qkv_bias = c.get("model_type") == "qwen2"  # Qwen2's q/k/v projections add a bias
+            ly.q = LoRALinear(qd, d, rank, alpha, qkv_bias)
+            ly.k = LoRALinear(kd, d, rank, alpha, qkv_bias)
+            ly.v = LoRALinear(kd, d, rank, alpha, qkv_bias)
             ly.o = LoRALinear(d, qd, rank, alpha)
             ly.gate = LoRALinear(c["intermediate_size"], d, rank, alpha)
             ly.up = LoRALinear(c["intermediate_size"], d, rank, alpha)
@@ -136,10 +140,49 @@ def train_step(m, opt, ids, trainable, work, adv, micro):
     opt.step()
 
 
+def rollouts(m, a, gen, out):
+    """G prompts of --prompt random tokens, each sampled N times (temperature 1, with the sampled tokens'
+    logprobs) for --decode tokens: the G prompts are prefilled together once and their keys and values
+    copied into the N rows of their group, as a server sharing a group's prompt would; then the G·N rows
+    decode as one batch in a preallocated KV cache. Timed from the prefill to the last token."""
+    c = m.c
+    KV, hd, V = c["num_key_value_heads"], c["head_dim"], c["vocab_size"]
+    G, N, P, S = a.groups, a.n, a.prompt, a.decode
+    B = G * N
+
+    def new_cache(b, n):
+        return [[torch.empty(b, KV, n, hd), torch.empty(b, KV, n, hd)] for _ in m.layers]
+
+    def sample(logits):
+        logp = torch.log_softmax(logits.float(), -1)
+        nxt = torch.multinomial(logp.exp(), 1, generator=gen)
+        return nxt, logp.gather(-1, nxt)
+
+    with torch.no_grad():
+        warm = new_cache(B, 9)  # warm-up: a short prefill and one step at the full batch
+        sample(m.logits(m.hidden(batch(B, 8, V, gen), warm)[:, -1]))
+        m.logits(m.hidden(batch(B, 1, V, gen), warm, 8)[:, -1])
+        prompts = batch(G, P, V, gen)
+        t0 = time.perf_counter()
+        pre = new_cache(G, P)
+        logits = m.logits(m.hidden(prompts, pre)[:, -1]).repeat_interleave(N, 0)
+        cache = new_cache(B, P + S)
+        for layer, src in zip(cache, pre):
+            for kv, p in zip(layer, src):
+                kv[:, :, :P] = p.repeat_interleave(N, 0)
+        nxt, _ = sample(logits)
+        t1 = time.perf_counter()
+        for s in range(S - 1):
+            nxt, _ = sample(m.logits(m.hidden(nxt, cache, P + s)[:, -1]))
+        t2 = time.perf_counter()
+    out(work="rollouts", batch=B, tokens=B * S, seconds=t2 - t0, prefill_seconds=t1 - t0, steps=S - 1,
+        decode_seconds=t2 - t1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True, help="config.json of the shape (JSON text)")
-    ap.add_argument("--work", choices=["rl", "sft", "infer"], required=True)
+    ap.add_argument("--work", choices=["rl", "sft", "infer", "rollouts"], required=True)
     ap.add_argument("--seqs", type=int, default=32)
     ap.add_argument("--len", type=int, default=128)
     ap.add_argument("--trainable", type=int, default=96)
@@ -147,6 +190,8 @@ def main():
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--decode", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--groups", type=int, default=4, help="rollouts: distinct prompts")
+    ap.add_argument("--n", type=int, default=8, help="rollouts: samples of each prompt")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -170,6 +215,9 @@ def main():
         out(work=a.work, tokens=a.seqs * a.len, seconds=el, seqs=a.seqs)
         return
     m = Llama(c, 0, 0)
+    if a.work == "rollouts":
+        rollouts(m, a, gen, out)
+        return
     KV, hd = c["num_key_value_heads"], c["head_dim"]
     with torch.no_grad():
         def new_cache(b, n):
