@@ -24,7 +24,7 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare pretrain clean fuzz \
+.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare bench-rollouts pretrain clean fuzz \
 	tokenizer-files tokenizer-fixtures hftemplate-fixtures torch-fixtures screenshots vendor-dashboard
 
 all: build
@@ -138,6 +138,24 @@ bench-compare:
 	$(GO) build -o bin/enginebench ./engine/cmd/enginebench
 	$(OPENBLAS_ENV) \
 	./bin/enginebench -compare -threads $(BENCH_THREADS) -python /usr/bin/python3 $(BENCH_COMPARE_FLAGS)
+
+## bench-rollouts: RL rollouts through the HTTP API. `trainyard serve` on random-weight snapshots (SmolLM2-135M's
+## body and Qwen2.5-0.5B's shape, both on Qwen3's tokenizer) gets G groups × N rollouts at once (4×8 and 8×16,
+## 128 new tokens, temperature 1, logprobs); prints tokens/s, p50/p99 latency, 429s, prefill tokens saved and
+## the decoding step against this machine's roofline bound, beside PyTorch 1.13 decoding the same batch
+## (installed if missing, as for bench-compare; BENCH_THREADS threads). BENCH_ROLLOUTS_FLAGS narrows it,
+## e.g. `-shapes SmolLM2-135M -groups 4x8 -no-torch` (bin/rolloutbench -h lists the flags)
+BENCH_ROLLOUTS_FLAGS ?=
+bench-rollouts: build
+	if [[ "$(BENCH_ROLLOUTS_FLAGS)" != *-no-torch* ]] && \
+		{ ! /usr/bin/python3 -c 'import torch' 2>/dev/null || ! ldconfig -p | grep -q 'libopenblas\.so\.0'; }; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch libopenblas0-pthread; \
+	fi
+	$(GO) build -o bin/rolloutbench ./cmd/rolloutbench
+	DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_bench scripts/ensure-postgres.sh)"; \
+	export DATABASE_URL; \
+	$(OPENBLAS_ENV) \
+	./bin/rolloutbench -threads $(BENCH_THREADS) -python /usr/bin/python3 -trainyard $(BIN) $(BENCH_ROLLOUTS_FLAGS)
 
 ## pretrain: pretrain the built-in base model (engine/pretrain) into engine/zoo/tinychat
 pretrain: build
