@@ -38,17 +38,18 @@ func (c *Cache) Clone() *Cache {
 	return d
 }
 
-// CopyPrefix fills the empty cache c with the positions src holds (a prompt prefilled once for several
-// requests); c must have room for them.
-func (c *Cache) CopyPrefix(src *Cache) {
-	if c.Len != 0 || src.Len > c.cap || len(src.K) != len(c.K) {
-		panic(fmt.Sprintf("model: copy %d positions into a cache of %d/%d", src.Len, c.Len, c.cap))
+// CopyPrefix fills the empty cache c with the first n positions src holds (a prompt, or the start of one,
+// that another request prefilled); c must have room for them.
+func (c *Cache) CopyPrefix(src *Cache, n int) {
+	if c.Len != 0 || n > src.Len || n > c.cap || len(src.K) != len(c.K) {
+		panic(fmt.Sprintf("model: copy %d of %d positions into a cache of %d/%d", n, src.Len, c.Len, c.cap))
 	}
 	for l := range c.K {
-		c.K[l] = append(c.K[l][:0], src.K[l]...)
-		c.V[l] = append(c.V[l][:0], src.V[l]...)
+		kd := len(src.K[l]) / max(src.Len, 1)
+		c.K[l] = append(c.K[l][:0], src.K[l][:n*kd]...)
+		c.V[l] = append(c.V[l][:0], src.V[l][:n*kd]...)
 	}
-	c.Len = src.Len
+	c.Len = n
 }
 
 // Compact returns a copy of c that holds its positions and no room for more (what a prompt cache keeps).
@@ -149,22 +150,44 @@ func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lor
 	if len(caches) != len(tokens) {
 		return nil, fmt.Errorf("%w: %d caches for %d tokens", ErrInput, len(caches), len(tokens))
 	}
-	p := &Pass{w: w, lora: lora, seqLoRA: loras, decode: caches, N: len(tokens), seqs: make([][]int, len(tokens))}
-	for i, id := range tokens {
-		if id < 0 || id >= w.Cfg.VocabSize {
-			return nil, fmt.Errorf("%w: token id %d (vocabulary %d)", ErrInput, id, w.Cfg.VocabSize)
-		}
-		if caches[i].Len >= caches[i].cap {
-			return nil, fmt.Errorf("%w: cache full at %d positions", ErrInput, caches[i].Len)
-		}
-		p.seqs[i] = []int{id}
-		p.pos = append(p.pos, caches[i].Len)
-	}
-	p.offs = make([]int, len(tokens)+1)
+	chunks := make([][]int, len(tokens))
 	for i := range tokens {
-		p.offs[i+1] = i + 1
+		chunks[i] = tokens[i : i+1]
 	}
-	if len(tokens) == 1 {
+	return w.extend(ctx, caches, chunks, lora, loras, out)
+}
+
+// ExtendAdapters appends a chunk of tokens to each cache, which may already hold positions (a prompt
+// prefilled a chunk at a time between decoding steps, or continued from a prefix another request
+// prefilled), each sequence under its own adapter as in DecodeAdapters, and returns the logits of each
+// chunk's last position ([len(caches) × vocab], into out when it has room). A chunk attends causally to
+// its cache and to itself.
+func (w *Weights) ExtendAdapters(ctx context.Context, caches []*Cache, chunks [][]int, loras []*LoRA, out []float32) ([]float32, error) {
+	if len(loras) != len(caches) {
+		return nil, fmt.Errorf("%w: %d adapters for %d caches", ErrInput, len(loras), len(caches))
+	}
+	return w.extend(ctx, caches, chunks, nil, loras, out)
+}
+
+func (w *Weights) extend(ctx context.Context, caches []*Cache, chunks [][]int, lora *LoRA, loras []*LoRA, out []float32) ([]float32, error) {
+	if len(caches) != len(chunks) || len(chunks) == 0 {
+		return nil, fmt.Errorf("%w: %d caches for %d chunks", ErrInput, len(caches), len(chunks))
+	}
+	p := &Pass{w: w, lora: lora, seqLoRA: loras, decode: caches, seqs: chunks, offs: make([]int, len(chunks)+1)}
+	for i, chunk := range chunks {
+		if len(chunk) == 0 || caches[i].Len+len(chunk) > caches[i].cap {
+			return nil, fmt.Errorf("%w: %d tokens into a cache of %d/%d", ErrInput, len(chunk), caches[i].Len, caches[i].cap)
+		}
+		for t, id := range chunk {
+			if id < 0 || id >= w.Cfg.VocabSize {
+				return nil, fmt.Errorf("%w: token id %d (vocabulary %d)", ErrInput, id, w.Cfg.VocabSize)
+			}
+			p.pos = append(p.pos, caches[i].Len+t)
+		}
+		p.offs[i+1] = p.offs[i] + len(chunk)
+	}
+	p.N = p.offs[len(chunks)]
+	if p.N == 1 {
 		// One sequence: each product is a matrix-vector product too short to hand to a parked goroutine.
 		p.team = linalg.NewTeam()
 		defer p.team.Close()
@@ -172,12 +195,10 @@ func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lor
 	if err := p.run(ctx, p.embed()); err != nil {
 		return nil, err
 	}
-	for _, c := range caches {
-		c.Len++
-	}
-	rows := make([]int, len(tokens))
-	for i := range rows {
-		rows[i] = i
+	rows := make([]int, len(chunks))
+	for i, c := range caches {
+		c.Len += len(chunks[i])
+		rows[i] = p.offs[i+1] - 1
 	}
 	if cap(out) < len(rows)*w.Cfg.VocabSize {
 		return p.Logits(rows), nil
@@ -185,32 +206,47 @@ func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lor
 	return p.LogitsInto(out, rows), nil
 }
 
-// attendCache appends this step's keys/values to every cache and attends each row's query over its cache.
+// attendCache appends this pass's keys/values to every cache and attends each row's query over its cache:
+// the positions before its chunk and those of its chunk up to its own.
 func (p *Pass) attendCache(l int, lc *layerCache) {
 	c := p.w.Cfg
 	kd, qd, hd := c.KVDim(), c.QDim(), c.HeadDim
 	for b, ca := range p.decode {
-		ca.K[l] = append(ca.K[l], lc.k[b*kd:(b+1)*kd]...)
-		ca.V[l] = append(ca.V[l], lc.v[b*kd:(b+1)*kd]...)
+		ca.K[l] = append(ca.K[l], lc.k[p.offs[b]*kd:p.offs[b+1]*kd]...)
+		ca.V[l] = append(ca.V[l], lc.v[p.offs[b]*kd:p.offs[b+1]*kd]...)
 	}
-	// The query heads that share a key/value head attend together: one product of their rows with the cached
-	// keys and one with the values, so each cached position is read once per key/value head, not once per
-	// query head.
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	work := func(wk, i int) {
 		b, kvh := i/c.KVHeads, i%c.KVHeads
 		ca := p.decode[b]
-		n := ca.Len + 1
-		sc := p.workerScratch(wk, group*n)
-		q := lc.q[b*qd+kvh*group*hd:]
-		linalg.Sgemm(false, true, group, n, hd, scale, q, hd, ca.K[l][kvh*hd:], kd, 0, sc, n)
-		for g := range group {
-			softmaxCausalRow(sc[g*n:(g+1)*n], n-1)
+		r0, T := p.offs[b], p.offs[b+1]-p.offs[b]
+		n := ca.Len + T // positions in the cache once this chunk is in
+		K, V := ca.K[l][kvh*hd:], ca.V[l][kvh*hd:]
+		if T == 1 {
+			// Decoding: the query heads that share a key/value head attend together, one product each with the
+			// cached keys and values, which are then read once per key/value head, not once per query head.
+			sc := p.workerScratch(wk, group*n)
+			q := lc.q[r0*qd+kvh*group*hd:]
+			linalg.Sgemm(false, true, group, n, hd, scale, q, hd, K, kd, 0, sc, n)
+			for g := range group {
+				softmaxCausalRow(sc[g*n:(g+1)*n], n-1)
+			}
+			linalg.Sgemm(false, false, group, hd, n, 1, sc, n, V, kd, 0, lc.att[r0*qd+kvh*group*hd:], hd)
+			return
 		}
-		linalg.Sgemm(false, false, group, hd, n, 1, sc, n, ca.V[l][kvh*hd:], kd, 0, lc.att[b*qd+kvh*group*hd:], hd)
+		// A chunk: per query head, its T rows against every position, row t masked past position Len+t.
+		sc := p.workerScratch(wk, T*n)
+		for g := range group {
+			h := kvh*group + g
+			linalg.Sgemm(false, true, T, n, hd, scale, lc.q[r0*qd+h*hd:], qd, K, kd, 0, sc, n)
+			for t := range T {
+				softmaxCausalRow(sc[t*n:(t+1)*n], ca.Len+t)
+			}
+			linalg.Sgemm(false, false, T, hd, n, 1, sc, n, V, kd, 0, lc.att[r0*qd+h*hd:], qd)
+		}
 	}
-	if len(p.decode) == 1 {
+	if len(p.decode) == 1 && p.N == 1 {
 		for i := 0; i < c.KVHeads; i++ {
 			work(0, i)
 		}

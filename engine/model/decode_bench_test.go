@@ -39,7 +39,7 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 			}
 			for i := range caches {
 				caches[i] = w.NewCache(96 + 256)
-				caches[i].CopyPrefix(first)
+				caches[i].CopyPrefix(first, first.Len)
 				toks[i] = rng.Intn(cfg.VocabSize)
 			}
 			b.ResetTimer()
@@ -48,7 +48,7 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 					b.StopTimer()
 					for j := range caches {
 						caches[j] = w.NewCache(96 + 256)
-						caches[j].CopyPrefix(first)
+						caches[j].CopyPrefix(first, first.Len)
 					}
 					b.StartTimer()
 				}

@@ -125,3 +125,59 @@ func closeAll(t *testing.T, what string, got, want []float32) {
 		}
 	}
 }
+
+// TestExtendInChunks: prompts prefilled a chunk at a time into caches that already hold positions (two
+// sequences with different chunk lengths, one on an adapter) end with the caches and last-position logits
+// of prefilling each whole, and decoding continues from them as from those.
+func TestExtendInChunks(t *testing.T) {
+	for name, cfg := range archConfigs() {
+		t.Run(name, func(t *testing.T) {
+			w := randomModel(t, cfg, 13)
+			all := [NumModules]bool{true, true, true, true, true, true, true}
+			lora, _ := NewLoRA(cfg, 2, 4, 0, all, 14)
+			for _, ts := range lora.Tensors(cfg) {
+				for i := range ts.Data {
+					ts.Data[i] = float32(math.Cos(float64(i))) * 0.2
+				}
+			}
+			ctx := context.Background()
+			prompts := [][]int{{3, 1, 4, 1, 5, 9, 2, 6, 5}, {2, 7, 1, 8, 2, 8, 1}}
+			loras := []*LoRA{nil, lora}
+			chunked := []*Cache{w.NewCache(16), w.NewCache(16)}
+			cuts := [][]int{{0, 1, 5, 9}, {0, 4, 6, 7}} // chunk boundaries of each prompt
+			var got []float32
+			for step := 0; step < 3; step++ {
+				chunks := [][]int{prompts[0][cuts[0][step]:cuts[0][step+1]], prompts[1][cuts[1][step]:cuts[1][step+1]]}
+				var err error
+				if got, err = w.ExtendAdapters(ctx, chunked, chunks, loras, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			V := cfg.VocabSize
+			for i, pr := range prompts {
+				whole := w.NewCache(16)
+				want, err := w.Prefill(ctx, whole, pr, loras[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeAll(t, fmt.Sprintf("prompt %d logits", i), got[i*V:(i+1)*V], want)
+				if chunked[i].Len != len(pr) {
+					t.Fatalf("prompt %d: cache length %d, want %d", i, chunked[i].Len, len(pr))
+				}
+				for l := range whole.K {
+					closeAll(t, fmt.Sprintf("prompt %d layer %d keys", i, l), chunked[i].K[l], whole.K[l])
+					closeAll(t, fmt.Sprintf("prompt %d layer %d values", i, l), chunked[i].V[l], whole.V[l])
+				}
+				next, err := w.Decode(ctx, []*Cache{chunked[i]}, []int{7}, loras[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantNext, _ := w.Decode(ctx, []*Cache{whole}, []int{7}, loras[i])
+				closeAll(t, fmt.Sprintf("prompt %d next logits", i), next, wantNext)
+			}
+			if _, err := w.ExtendAdapters(ctx, chunked, [][]int{{1}, {}}, loras, nil); !errors.Is(err, ErrInput) {
+				t.Fatalf("an empty chunk: %v, want ErrInput", err)
+			}
+		})
+	}
+}

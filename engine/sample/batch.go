@@ -16,10 +16,11 @@ import (
 // its completions end, so n concurrent requests read the weights once per token instead of n times. The
 // requests may be on different adapters of the base (or none): each step computes the base's products once
 // for every row and adds each adapter's low-rank term to its own rows (model.DecodeAdapters). Prefills are
-// batched the same way: the requests that arrive while a prefill or decoding step is running are prefilled
-// together in one forward pass before the next step, and requests with the same prompt and adapter —
-// the rollouts of one group — prefill it once (see prompts). Rows of a batched step and prompts of a
-// batched prefill are computed independently of each other, so what else is in the batch changes a
+// batched the same way: the requests that arrive while a pass is running are prefilled together in one
+// pass before the next step, a long prompt a chunk per step (prefillChunk) so that the sequences decoding
+// wait at most one chunk; requests with the same prompt and adapter — the rollouts of one group — prefill
+// it once, and a prompt that starts like a recent one prefills only the rest (see promptCache). Rows of a
+// batched step and prompts of a batched prefill are computed independently of each other, so what else is in the batch changes a
 // request's results only by the rounding of the matrix kernels, which take different code paths for
 // different row counts: logprobs agree to about 1e-6 and a sampled token can only differ at a near-tie. A
 // request decoded alone samples exactly what Run samples. The decoding goroutine exists only while there is
@@ -28,10 +29,17 @@ type Batcher struct {
 	w     *model.Weights
 	tok   Vocab
 	stops map[int]bool
-	// maxPrefill is the most prompt tokens one prefill pass takes (prefillTokens; smaller in tests).
-	maxPrefill int
-	prompts    *promptCache
-	logits     []float32 // of the last decoding step, reused by the next (the loop's own)
+	// maxPrefill is the most prompt tokens one prefill pass takes (prefillTokens), chunk the most of one
+	// prompt, and of all while other requests decode (prefillChunk); both smaller in tests.
+	maxPrefill, chunk int
+	prompts           *promptCache
+	// The loop's own: the logits of the last decoding step (reused by the next), the requests prefilling
+	// their prompts a chunk per pass, those waiting for another with the same prompt, and those to admit
+	// again because the one they waited for ended.
+	logits    []float32
+	filling   []*request
+	followers map[*request][]*request
+	readmit   []*request
 
 	mu      sync.Mutex
 	joining []*request
@@ -40,8 +48,8 @@ type Batcher struct {
 
 // NewBatcher returns a batcher for requests on the weights, each with its own adapter or none.
 func NewBatcher(w *model.Weights, tok Vocab) *Batcher {
-	return &Batcher{w: w, tok: tok, stops: stopSet(tok), maxPrefill: prefillTokens,
-		prompts: newPromptCache(promptCacheBytes)}
+	return &Batcher{w: w, tok: tok, stops: stopSet(tok), maxPrefill: prefillTokens, chunk: prefillChunk,
+		prompts: newPromptCache(promptCacheBytes), followers: map[*request][]*request{}}
 }
 
 // request is one Run call in the batch. Tokens reach the caller through an unbounded queue, so a slow
@@ -53,9 +61,9 @@ type request struct {
 	maxNew int
 	prompt []int
 	cache  *model.Cache // the empty cache prompt is prefilled into
-	states []*state     // set by the prefill
+	states []*state     // set once the prompt is prefilled
+	filled int          // prompt tokens in cache so far
 	shared int          // prompt tokens whose prefill came from another request
-	logits []float32    // of the prompt's last position, once prefilled
 
 	mu    sync.Mutex
 	queue []queued
@@ -140,8 +148,11 @@ func (b *Batcher) loop() {
 		if v := recover(); v != nil {
 			err := fmt.Errorf("sample: decoding panicked: %v", v)
 			b.mu.Lock()
-			reqs = append(append(reqs, joined...), b.joining...)
-			b.joining, b.running = nil, false
+			reqs = append(append(append(append(reqs, joined...), b.joining...), b.filling...), b.readmit...)
+			for _, f := range b.followers {
+				reqs = append(reqs, f...)
+			}
+			b.joining, b.filling, b.readmit, b.followers, b.running = nil, nil, nil, map[*request][]*request{}, false
 			b.mu.Unlock()
 			for _, r := range reqs {
 				r.end(err)
@@ -150,15 +161,17 @@ func (b *Batcher) loop() {
 	}()
 	for {
 		b.mu.Lock()
-		joined, b.joining = b.joining, nil
-		if len(reqs) == 0 && len(joined) == 0 {
+		joined, b.joining = append(b.readmit, b.joining...), nil
+		b.readmit = nil
+		if len(reqs) == 0 && len(joined) == 0 && len(b.filling) == 0 {
 			b.running = false
 			b.mu.Unlock()
 			return
 		}
 		b.mu.Unlock()
-		reqs = append(reqs, b.prefill(joined)...)
+		reqs = append(reqs, b.admit(joined)...)
 		joined = nil
+		reqs = append(reqs, b.fill(len(reqs) > 0)...)
 		pickAll(reqs)
 		var rows []*state
 		var loras []*model.LoRA
@@ -273,99 +286,145 @@ const pickParallelMin = 64 << 10
 
 // prefillTokens caps the prompt tokens prefilled in one pass: its activations grow with the rows (about
 // 30 KB a row at SmolLM2-135M's shape, 80 KB at Qwen2.5-0.5B's), and past a few thousand rows the matrix
-// products gain nothing more from sharing the weights. A longer prompt is prefilled alone.
+// products gain nothing more from sharing the weights.
 const prefillTokens = 4096
 
-// prefill prefills the prompts of the requests that joined, in groups of at most b.maxPrefill tokens that
-// each take one forward pass, and returns those ready to decode; the others have ended with their error. A
-// prompt (with its adapter) that another request of the same pass has, or that the prompt cache holds, is
-// not prefilled again: the request copies the other's cache. As with a decoding step, no single request's
-// context may cancel a shared pass: a request cancelled before it ends without it.
-func (b *Batcher) prefill(joined []*request) []*request {
-	var ready, group []*request
-	leaders := map[promptKey]*request{}
-	var followers []*request
-	tokens := 0
+// prefillChunk caps the tokens of one prompt in one pass, and of all prompts in a pass while other
+// requests decode: a long prompt is prefilled a chunk per step, between decoding steps, so the sequences
+// already decoding wait at most one chunk's pass for their next token.
+const prefillChunk = 512
+
+// admit sorts the requests that joined: one whose prompt (with its adapter) the prompt cache holds is ready
+// at once; one whose prompt a request still prefilling has waits for that one and copies its cache; the
+// others start prefilling, from the longest start of their prompt the cache holds.
+func (b *Batcher) admit(joined []*request) []*request {
+	var ready []*request
 	for _, r := range joined {
 		if err := r.ctx.Err(); err != nil {
 			r.end(err)
 			continue
 		}
-		key := keyOf(r.lora, r.prompt)
-		if e := b.prompts.get(key, r.prompt); e != nil {
-			r.cache.CopyPrefix(e.cache)
-			r.states, r.cache, r.shared = fork(r.cache, e.logits, r.p), nil, len(r.prompt)
+		e, n := b.prompts.lookup(r.lora, r.prompt)
+		if e != nil && n == len(r.prompt) {
+			r.cache.CopyPrefix(e.cache, n)
+			r.states, r.cache, r.shared = fork(r.cache, e.logits, r.p), nil, n
 			ready = append(ready, r)
 			continue
 		}
-		if l := leaders[key]; l != nil && slices.Equal(l.prompt, r.prompt) {
-			followers = append(followers, r)
+		if l := b.leaderOf(r); l != nil {
+			b.followers[l] = append(b.followers[l], r)
 			continue
 		}
-		leaders[key] = r
-		if len(group) > 0 && tokens+len(r.prompt) > b.maxPrefill {
-			ready = append(ready, b.prefillGroup(group)...)
-			group, tokens = nil, 0
+		if e != nil {
+			r.cache.CopyPrefix(e.cache, n)
+			r.filled, r.shared = n, n
 		}
-		group = append(group, r)
-		tokens += len(r.prompt)
-	}
-	if len(group) > 0 {
-		ready = append(ready, b.prefillGroup(group)...)
-	}
-	for _, r := range followers {
-		l := leaders[keyOf(r.lora, r.prompt)]
-		if l.states == nil { // the leader's prefill failed: so would this one
-			l.mu.Lock()
-			err := l.err
-			l.mu.Unlock()
-			r.end(err)
-			continue
-		}
-		// Until the first decoding step, the leader's first completion's cache holds exactly the prompt.
-		r.cache.CopyPrefix(l.states[0].cache)
-		r.states, r.cache, r.shared = fork(r.cache, l.logits, r.p), nil, len(r.prompt)
-		ready = append(ready, r)
+		b.filling = append(b.filling, r)
 	}
 	return ready
 }
 
-// prefillGroup prefills the prompts of group in one forward pass, each with its adapter, caches them for
-// later requests with the same prompt, and returns the requests ready to decode.
-func (b *Batcher) prefillGroup(group []*request) []*request {
-	caches, prompts, loras := make([]*model.Cache, len(group)), make([][]int, len(group)), make([]*model.LoRA, len(group))
-	for i, r := range group {
-		caches[i], prompts[i], loras[i] = r.cache, r.prompt, r.lora
-	}
-	all, err := b.w.PrefillAdapters(context.Background(), caches, prompts, loras)
-	if err != nil && len(group) > 1 {
-		// Something in one prompt (a token id outside the vocabulary) fails the whole pass: prefill each
-		// alone so that only the requests at fault see an error.
-		var ok []*request
-		for _, r := range group {
-			logits, err := b.w.Prefill(context.Background(), r.cache, r.prompt, r.lora)
-			if err != nil {
-				r.end(err)
-				continue
-			}
-			b.ready(r, logits)
-			ok = append(ok, r)
+// leaderOf returns the request prefilling r's prompt with r's adapter, if any.
+func (b *Batcher) leaderOf(r *request) *request {
+	for _, l := range b.filling {
+		if l.lora == r.lora && slices.Equal(l.prompt, r.prompt) {
+			return l
 		}
-		return ok
 	}
-	if err != nil {
-		group[0].end(err)
-		return nil
-	}
-	V := b.w.Cfg.VocabSize
-	for i, r := range group {
-		b.ready(r, all[i*V:(i+1)*V:(i+1)*V])
-	}
-	return group
+	return nil
 }
 
-// ready forks a prefilled request into its completions and offers its prompt to the cache.
-func (b *Batcher) ready(r *request, logits []float32) {
-	b.prompts.put(keyOf(r.lora, r.prompt), r.prompt, r.cache, logits)
-	r.states, r.cache, r.logits = fork(r.cache, logits, r.p), nil, logits
+// fill runs one prefill pass: the next chunk of each prefilling request, oldest first, up to prefillTokens
+// in all (prefillChunk while other requests decode). It returns the requests whose prompts are then
+// complete, with the requests that waited for them.
+func (b *Batcher) fill(decoding bool) []*request {
+	budget := b.maxPrefill
+	if decoding {
+		budget = min(budget, b.chunk)
+	}
+	var group []*request
+	var chunks [][]int
+	live := b.filling[:0]
+	for _, r := range b.filling {
+		if err := r.ctx.Err(); err != nil {
+			r.end(err)
+			b.orphan(r)
+			continue
+		}
+		live = append(live, r)
+		if budget > 0 {
+			n := min(len(r.prompt)-r.filled, budget, b.chunk)
+			group = append(group, r)
+			chunks = append(chunks, r.prompt[r.filled:r.filled+n])
+			budget -= n
+		}
+	}
+	b.filling = live
+	if len(group) == 0 {
+		return nil
+	}
+	caches, loras := make([]*model.Cache, len(group)), make([]*model.LoRA, len(group))
+	for i, r := range group {
+		caches[i], loras[i] = r.cache, r.lora
+	}
+	// As with a decoding step, no single request's context may cancel a shared pass.
+	all, err := b.w.ExtendAdapters(context.Background(), caches, chunks, loras, nil)
+	V := b.w.Cfg.VocabSize
+	logits := func(i int) []float32 { return all[i*V : (i+1)*V : (i+1)*V] }
+	failed := map[*request]bool{}
+	if err != nil {
+		// Something in one prompt (a token id outside the vocabulary) fails the whole pass before it touches a
+		// cache: extend each alone so that only the requests at fault, and those waiting for them, fail.
+		outs := make([][]float32, len(group))
+		for i, r := range group {
+			if outs[i], err = b.w.ExtendAdapters(context.Background(), caches[i:i+1], chunks[i:i+1], loras[i:i+1], nil); err != nil {
+				failed[r] = true
+				r.end(err)
+				for _, f := range b.followers[r] {
+					f.end(err)
+				}
+				delete(b.followers, r)
+				b.drop(r)
+			}
+		}
+		logits = func(i int) []float32 { return outs[i] }
+	}
+	var ready []*request
+	for i, r := range group {
+		if failed[r] {
+			continue
+		}
+		r.filled += len(chunks[i])
+		if r.filled < len(r.prompt) {
+			continue
+		}
+		b.drop(r)
+		b.prompts.put(r.lora, r.prompt, r.cache, logits(i))
+		r.states, r.cache = fork(r.cache, logits(i), r.p), nil
+		ready = append(ready, r)
+		for _, f := range b.followers[r] {
+			// Until the first decoding step, the leader's first completion's cache holds exactly the prompt.
+			f.cache.CopyPrefix(r.states[0].cache, len(r.prompt))
+			f.states, f.cache, f.shared = fork(f.cache, logits(i), f.p), nil, len(f.prompt)
+			ready = append(ready, f)
+		}
+		delete(b.followers, r)
+	}
+	return ready
+}
+
+// drop takes r off the prefilling list.
+func (b *Batcher) drop(r *request) {
+	if i := slices.Index(b.filling, r); i >= 0 {
+		b.filling = slices.Delete(b.filling, i, i+1)
+	}
+}
+
+// orphan hands the requests that waited for r, which ended before its prompt was complete, back to
+// admission: one of them prefills the prompt instead.
+func (b *Batcher) orphan(r *request) {
+	if f := b.followers[r]; len(f) > 0 {
+		delete(b.followers, r)
+		b.readmit = append(b.readmit, f...)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -250,4 +251,75 @@ func TestBatcherSharesPrompts(t *testing.T) {
 	if other[0].CachedPrompt != 0 {
 		t.Fatalf("another prompt shared %d tokens", other[0].CachedPrompt)
 	}
+}
+
+// TestBatcherChunkedPrefill: a long prompt that arrives while another request decodes is prefilled a
+// chunk per step between its decoding steps, and both sample what each samples alone.
+func TestBatcherChunkedPrefill(t *testing.T) {
+	w := testWeights(t)
+	b := NewBatcher(w, byteVocab{})
+	b.chunk = 5
+	long := make([]int, 37)
+	for i := range long {
+		long[i] = (7*i + 3) % 64
+	}
+	first := Params{Temperature: 1, Seed: 1, MaxTokens: 20}
+	second := Params{Temperature: 1, Seed: 2, MaxTokens: 6}
+	var wg sync.WaitGroup
+	var outs [2][]Completion
+	var errs [2]error
+	started := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		var once sync.Once
+		outs[0], errs[0] = b.Run(context.Background(), nil, []int{1, 2, 3}, first, func(int, SampledToken) {
+			once.Do(func() { close(started) }) // decoding has begun: the long prompt arrives mid-decode
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		<-started
+		outs[1], errs[1] = b.Run(context.Background(), nil, long, second, nil)
+	}()
+	wg.Wait()
+	for i, pr := range [][]int{{1, 2, 3}, long} {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		want, err := Run(context.Background(), w, nil, byteVocab{}, pr, []Params{first, second}[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+	}
+}
+
+// TestBatcherSharesStarts: a prompt that starts like a kept one (a shared system prompt, then another
+// question) copies the shared blocks and prefills only the rest, and samples what it samples alone.
+func TestBatcherSharesStarts(t *testing.T) {
+	w := testWeights(t)
+	b := NewBatcher(w, byteVocab{})
+	system := make([]int, 2*promptBlock+5)
+	for i := range system {
+		system[i] = (5*i + 1) % 64
+	}
+	p := Params{Temperature: 1, Seed: 4, MaxTokens: 5}
+	a := append(slices.Clone(system), 10, 11, 12)
+	c := append(slices.Clone(system), 20, 21)
+	if _, err := b.Run(context.Background(), nil, a, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Run(context.Background(), nil, c, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].CachedPrompt != 2*promptBlock {
+		t.Fatalf("a prompt sharing %d tokens with a kept one took %d from it, want %d (whole blocks)", len(system), got[0].CachedPrompt, 2*promptBlock)
+	}
+	want, err := Run(context.Background(), w, nil, byteVocab{}, c, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCompletions(t, "shared start", got, want)
 }
