@@ -81,16 +81,6 @@ func (w *Weights) Prefill(ctx context.Context, c *Cache, tokens []int, lora *LoR
 // prompt. It returns [len(prompts) × vocab] logits: the last position of each prompt. A prompt's result
 // differs from prefilling it alone only by the rounding of the matrix kernels for a different row count.
 func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][]int, lora *LoRA) ([]float32, error) {
-	return w.prefill(ctx, caches, prompts, PassOptions{LoRA: lora})
-}
-
-// PrefillAdapters is PrefillBatch with each prompt under its own adapter (nil = the base model): one pass
-// of the base weights for all of them (PassOptions.SeqLoRA).
-func (w *Weights) PrefillAdapters(ctx context.Context, caches []*Cache, prompts [][]int, loras []*LoRA) ([]float32, error) {
-	return w.prefill(ctx, caches, prompts, PassOptions{SeqLoRA: loras})
-}
-
-func (w *Weights) prefill(ctx context.Context, caches []*Cache, prompts [][]int, opt PassOptions) ([]float32, error) {
 	if len(caches) != len(prompts) || len(prompts) == 0 {
 		return nil, fmt.Errorf("%w: %d caches for %d prompts", ErrInput, len(caches), len(prompts))
 	}
@@ -104,13 +94,12 @@ func (w *Weights) prefill(ctx context.Context, caches []*Cache, prompts [][]int,
 	for i, t := range prompts {
 		offs[i+1] = offs[i] + len(t)
 	}
-	opt.OnKV = func(l int, k, v []float32) {
+	p, err := w.Forward(ctx, prompts, PassOptions{LoRA: lora, OnKV: func(l int, k, v []float32) {
 		for i, c := range caches {
 			c.K[l] = append(c.K[l], k[offs[i]*kd:offs[i+1]*kd]...)
 			c.V[l] = append(c.V[l], v[offs[i]*kd:offs[i+1]*kd]...)
 		}
-	}
-	p, err := w.Forward(ctx, prompts, opt)
+	}})
 	if err != nil {
 		for _, c := range caches { // a cancelled pass may have filled some layers
 			for l := range c.K {

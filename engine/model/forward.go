@@ -15,12 +15,9 @@ var ErrInput = errors.New("invalid model input")
 
 // PassOptions configure a forward pass.
 type PassOptions struct {
-	LoRA *LoRA // nil: base model only
-	// SeqLoRA, when set (one entry per sequence, nil = base only), applies each sequence's own adapter on
-	// top of one pass of the base weights for all (inference only: not with LoRA or Keep).
-	SeqLoRA []*LoRA
-	Keep    bool   // keep activations so Backward can run
-	Arena   *Arena // buffer source (nil: heap)
+	LoRA  *LoRA  // nil: base model only
+	Keep  bool   // keep activations so Backward can run
+	Arena *Arena // buffer source (nil: heap)
 	// DropoutSeed seeds LoRA dropout masks; dropout applies only when Keep is set (training).
 	DropoutSeed int64
 	// OnKV, when set, receives each layer's post-RoPE keys and values [N × kvDim] (used to fill a KV cache).
@@ -41,7 +38,7 @@ type layerCache struct {
 type Pass struct {
 	w        *Weights
 	lora     *LoRA
-	seqLoRA  []*LoRA // per sequence, for passes of several adapters (PassOptions.SeqLoRA)
+	seqLoRA  []*LoRA // per sequence, for passes of several adapters (ExtendAdapters, DecodeAdapters)
 	opt      PassOptions
 	seqs     [][]int
 	offs     []int // offs[s] is the first row of sequence s; offs[len] = N
@@ -62,11 +59,7 @@ type Pass struct {
 // Forward runs seqs through the model.
 func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*Pass, error) {
 	c := w.Cfg
-	if opt.SeqLoRA != nil && (len(opt.SeqLoRA) != len(seqs) || opt.LoRA != nil || opt.Keep) {
-		return nil, fmt.Errorf("%w: %d adapters for %d sequences (LoRA set: %t, Keep: %t)", ErrInput,
-			len(opt.SeqLoRA), len(seqs), opt.LoRA != nil, opt.Keep)
-	}
-	p := &Pass{w: w, lora: opt.LoRA, seqLoRA: opt.SeqLoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1)}
+	p := &Pass{w: w, lora: opt.LoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1)}
 	for s, toks := range seqs {
 		if len(toks) == 0 || len(toks) > c.MaxSeqLen {
 			return nil, fmt.Errorf("%w: sequence %d has %d tokens (1..%d allowed)", ErrInput, s, len(toks), c.MaxSeqLen)

@@ -2,7 +2,7 @@ package model
 
 import "github.com/trainyard/trainyard/engine/linalg"
 
-// Passes over sequences of different adapters (PassOptions.SeqLoRA, DecodeAdapters): the base product of
+// Passes over sequences of different adapters (ExtendAdapters, DecodeAdapters): the base product of
 // each projection is computed once for every row of the batch, then each run of consecutive sequences on
 // the same adapter adds that adapter's low-rank term to its rows, as S-LoRA and Punica do on GPUs. The
 // weights are read once per step whatever the number of adapters in it, and a sequence's result is the one

@@ -8,7 +8,7 @@ import (
 )
 
 // TestAdaptersInOneBatch: prompts under three adapters of different ranks and targets and the base model,
-// prefilled and decoded together with PrefillAdapters and DecodeAdapters, get the logits and caches each
+// prefilled and decoded together with ExtendAdapters and DecodeAdapters, get the logits and caches each
 // gets with its adapter alone.
 func TestAdaptersInOneBatch(t *testing.T) {
 	for name, cfg := range archConfigs() {
@@ -43,7 +43,7 @@ func TestAdaptersInOneBatch(t *testing.T) {
 				for i := range caches {
 					caches[i] = w.NewCache(12)
 				}
-				got, err := w.PrefillAdapters(ctx, caches, prompts, loras)
+				got, err := w.ExtendAdapters(ctx, caches, prompts, loras, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
