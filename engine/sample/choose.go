@@ -3,14 +3,16 @@ package sample
 import (
 	"math"
 	"slices"
+
+	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // choose picks the next token from s.logits; it also returns the untempered log-probabilities (a buffer of
 // s's, valid until the next choose).
 //
 // Over a vocabulary of 150,000 tokens this is per token what a decoding row's share of the matrix products
-// is, so it takes one pass of exponentials where it can: the weights exp(logit − max) of the softmax at
-// temperature 1 are also the sampling weights at temperature 1, and sampling without top-k or top-p walks
+// is, so it takes one pass of vectorised exponentials (linalg.ExpSum) where it can: the weights
+// exp(logit − max) of the softmax at temperature 1 are also the sampling weights at temperature 1, and sampling without top-k or top-p walks
 // them in id order instead of sorting the vocabulary. Only top-k and top-p need an order, and only of the
 // most likely tokens (see candidates).
 func (s *state) choose(p Params) (int, []float32) {
@@ -18,14 +20,11 @@ func (s *state) choose(p Params) (int, []float32) {
 	s.lp = grow(s.lp, V)
 	s.w = grow(s.w, V)
 	lp, w := s.lp, s.w
-	mx := float32(math.Inf(-1))
-	for _, v := range s.logits {
-		mx = max(mx, v)
-	}
-	sum := expShifted(w, s.logits, mx, 1)
-	lse := float64(mx) + math.Log(sum)
+	mx := linalg.Max(s.logits)
+	sum := float64(linalg.ExpSum(w, s.logits, mx))
+	lse := mx + float32(math.Log(sum))
 	for i, v := range s.logits {
-		lp[i] = float32(float64(v) - lse)
+		lp[i] = v - lse
 	}
 	allowed := s.allowed(V)
 	var id int
@@ -155,44 +154,11 @@ func (s *state) candidates(w []float32, p Params, allowed []bool) []int {
 // expShifted sets w[i] = exp((x[i] − mx) / temperature) and returns their sum. mx is the largest x, so
 // every exponent is at most 0.
 func expShifted(w, x []float32, mx, temperature float32) float64 {
-	var sum float64
 	inv := 1 / temperature
-	if temperature == 1 {
-		for i, v := range x {
-			e := expNeg(v - mx)
-			w[i] = e
-			sum += float64(e)
-		}
-		return sum
-	}
 	for i, v := range x {
-		e := expNeg((v - mx) * inv)
-		w[i] = e
-		sum += float64(e)
+		w[i] = v * inv
 	}
-	return sum
-}
-
-// expNeg is e^x for x ≤ 0 in float32, within 2 ulp of math.Exp: x = k·ln2 + r with |r| ≤ ln2/2, e^r by its
-// Taylor polynomial to degree 7 (truncation below 2e-9), scaled by 2^k through the exponent bits. Below
-// −87.3 the result would not be a normal float32 and is 0 (a weight e^-87 beside the largest, 1, is nothing
-// to a sum of float64s). math.Exp takes several times as long, and a vocabulary takes one per token.
-func expNeg(x float32) float32 {
-	if x < -87.3 {
-		return 0
-	}
-	const (
-		log2e = 1.44269504088896341
-		ln2hi = 0.693145751953125
-		ln2lo = 1.428606765330187045e-06
-	)
-	// x·log2e − ½ is negative, so truncating it toward 0 takes its ceiling: an integer within ½ of x·log2e,
-	// which keeps |r| ≤ ln2/2.
-	k := int32(x*log2e - 0.5)
-	kf := float32(k)
-	r := (x - kf*ln2hi) - kf*ln2lo
-	e := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
-	return e * math.Float32frombits(uint32(k+127)<<23)
+	return float64(linalg.ExpSum(w, w, mx*inv))
 }
 
 // grow returns buf with length n, reusing its memory when large enough.

@@ -7,26 +7,6 @@ import (
 	"testing"
 )
 
-// TestExpNeg: the float32 exponential of choose is within 2 ulp of math.Exp over the range it is used on,
-// and 0 where the result would not be a normal float32.
-func TestExpNeg(t *testing.T) {
-	t.Parallel()
-	worst := 0.0
-	for x := float32(0); x > -87.3; x -= 0.000731 {
-		got, want := float64(expNeg(x)), math.Exp(float64(x))
-		ulp := float64(math.Nextafter32(float32(want), 1) - float32(want))
-		if d := math.Abs(got-want) / ulp; d > worst {
-			worst = d
-		}
-	}
-	if worst > 2 {
-		t.Fatalf("expNeg is %.2f ulp from math.Exp at worst, want ≤ 2", worst)
-	}
-	if expNeg(-90) != 0 || expNeg(float32(math.Inf(-1))) != 0 || expNeg(0) != 1 {
-		t.Fatalf("expNeg(-90) = %g, expNeg(-Inf) = %g, expNeg(0) = %g", expNeg(-90), expNeg(float32(math.Inf(-1))), expNeg(0))
-	}
-}
-
 // TestCandidatesAreTheWholeOrder: the ids top-k and top-p keep, found by ordering only the likely ids, are
 // those of ordering every allowed id, for peaked and flat distributions, with and without a mask.
 func TestCandidatesAreTheWholeOrder(t *testing.T) {

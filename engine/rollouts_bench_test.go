@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// smolLM2Qwen3Vocab is SmolLM2-135M's body with Qwen3's 151,936-token vocabulary: the shape RL rollouts
+// were measured at (the head is then the largest matrix).
+const smolLM2Qwen3Vocab = `{"model_type":"llama","vocab_size":151936,"hidden_size":576,"intermediate_size":1536,
+"num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"max_position_embeddings":8192,
+"rope_theta":100000,"rms_norm_eps":1e-5,"tie_word_embeddings":true}`
+
+// BenchmarkRollouts samples an RL iteration's rollouts through one Sampler as chat serves them: G groups of
+// N requests (n=1 each, sent at once), each group's requests on the same prompt, 128 tokens each at
+// temperature 1 with logprobs, on a random-weight base of SmolLM2-135M's body with Qwen3's vocabulary. It
+// reports generated tokens/s (prefill, sampling and decoding).
+//
+//	go test -run '^$' -bench Rollouts -benchtime 1x ./engine/
+func BenchmarkRollouts(b *testing.B) {
+	base, err := NewRandomBase("bench", []byte(smolLM2Qwen3Vocab), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := base.NewSampler(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, shape := range []struct{ groups, n int }{{4, 8}} {
+		b.Run(fmt.Sprintf("%dx%d", shape.groups, shape.n), func(b *testing.B) {
+			tokens := 0
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				for g := range shape.groups {
+					prompt := make([]int, 98)
+					for j := range prompt {
+						prompt[j] = (i*7919 + g*131 + j*17) % 256
+					}
+					for r := range shape.n {
+						wg.Go(func() {
+							out, err := s.Sample(context.Background(), prompt, SampleParams{Temperature: 1, MaxTokens: 128,
+								N: 1, Seed: int64(g*shape.n + r), Constraint: nil}, nil)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							mu.Lock()
+							tokens += len(out[0].Tokens)
+							mu.Unlock()
+						})
+					}
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
