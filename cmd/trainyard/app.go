@@ -16,6 +16,7 @@ import (
 	"github.com/trainyard/trainyard/dashboard"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/engine/catalog"
+	"github.com/trainyard/trainyard/engine/linalg"
 	"github.com/trainyard/trainyard/inference"
 	"github.com/trainyard/trainyard/internal/config"
 	"github.com/trainyard/trainyard/jobspec"
@@ -97,6 +98,9 @@ func (a *app) knownBaseModels() []string {
 // chatService samples chat completions in this process, on the base models
 // the worker shares (one copy of each in memory).
 func (a *app) chatService() *serving.Service {
+	// Process-wide, and only inference products take it: training stays float32.
+	a.log.Info("chat decoding", zap.Bool("bf16_dot_products", linalg.SetBF16Dot(a.cfg.Chat.BF16Dot)),
+		zap.String("kernels", linalg.Backend()))
 	kv := a.cfg.Chat.KVCacheBytes
 	if kv == 0 {
 		// The decoding caches share the memory limit with the weights and training.

@@ -1,6 +1,9 @@
 package linalg
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // bfloat16 weights: frozen base-model matrices are stored as the upper 16 bits of float32 (half the memory
 // and half the bytes streamed per decoded token) and widened to float32 on the fly, so every product still
@@ -14,6 +17,46 @@ var (
 	// and B stored n × k with register-tiled kernels that widen B in registers.
 	tilesBF16 func(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
 )
+
+// tilesDot, when set (avx512_bf16), is tilesBF16 with the activations rounded to bfloat16 and bfloat16 dot
+// products (SgemmBF16Infer, while bf16Dot is on).
+var tilesDot func(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+
+// bf16Dot says whether SgemmBF16Infer uses tilesDot: on where the CPU has it, unless SetBF16Dot turned it off.
+var bf16Dot atomic.Bool
+
+// SetBF16Dot turns bfloat16 dot products for inference on or off (they are on by default where the CPU has
+// avx512_bf16) and reports whether they are on now: never on a CPU without them.
+func SetBF16Dot(on bool) bool {
+	bf16Dot.Store(on && tilesDot != nil)
+	return bf16Dot.Load()
+}
+
+// BF16Dot reports whether SgemmBF16Infer uses bfloat16 dot products.
+func BF16Dot() bool { return bf16Dot.Load() }
+
+// SgemmBF16Infer is SgemmBF16 for inference (decoding and prefilling for chat): on a CPU with avx512_bf16,
+// unless SetBF16Dot(false), a product of 2 to 64 rows rounds those rows of activations to bfloat16 and
+// multiplies them with the weights in bfloat16 dot products, accumulated in float32 — twice the multiply-adds
+// per instruction, at the cost of the activations' rounding (a relative 2⁻⁹ per value; logits and log-probabilities
+// moved by at most 0.0072 at SmolLM2-135M's width, engine/model's TestBF16DotLogits). Training never takes this path: its products stay
+// float32 throughout.
+func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+	beta float32, c []float32, ldc int) {
+	if transB && !transA && m >= 2 && m <= tilesMaxRows && k >= 32 && bf16Dot.Load() {
+		checkMatrix("A", false, m, k, a, lda)
+		checkMatrix("C", false, m, n, c, ldc)
+		if ldb < k || (n > 0 && len(b) < (n-1)*ldb+k) {
+			panic("linalg.SgemmBF16Infer: B too short for its shape and stride")
+		}
+		if n == 0 {
+			return
+		}
+		tilesDot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	SgemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
 
 // tilesMaxRows is the most rows of A tilesBF16 takes: a decoding step of up to 64 sequences, whose rows of
 // activations stay in L2 (64 × 1,536 floats is 384 KiB) while the weights stream past them.

@@ -44,7 +44,7 @@ func tilesBF16Asm(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 	k16 := k - k%ts.lanes
 	workers, release := acquireStreamWorkers(2 * n * k)
 	defer release()
-	chunk := max(4, streamChunk(n, workers, 64)&^3)
+	chunk := max(4, streamChunk(n, workers, 32)&^3)
 	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
 		var out [16]float32
 		j1 := min(n, (ch+1)*chunk)

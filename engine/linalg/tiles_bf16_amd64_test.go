@@ -83,4 +83,62 @@ func BenchmarkTilesBF16(b *testing.B) {
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+	if tilesDot != nil {
+		b.Run("avx512_bf16", func(b *testing.B) {
+			for b.Loop() {
+				tilesDot(m, n, k, 1, a, k, w, k, 0, c, n)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// TestTilesBF16Dot checks the bfloat16 dot-product tiles (on a CPU with avx512_bf16) against the float32
+// product of the same values: the activations rounded to bfloat16 first, as the tiles round them.
+func TestTilesBF16Dot(t *testing.T) {
+	if tilesDot == nil {
+		t.Skip("no avx512_bf16")
+	}
+	rng := rand.New(rand.NewSource(5))
+	for _, s := range []struct{ m, n, k int }{{2, 4, 32}, {3, 9, 40}, {4, 30, 576}, {5, 17, 33}, {7, 64, 100},
+		{32, 151, 576}, {64, 66, 1536}, {2, 3, 64}} {
+		for _, beta := range []float32{0, 0.5} {
+			lda, ldb, ldc := s.k+1, s.k+3, s.n+2
+			a := randVec(rng, s.m*lda)
+			a16 := make([]uint16, len(a))
+			RoundBF16(a16, a)
+			ar := make([]float32, len(a))
+			WidenBF16(ar, a16)
+			b16 := make([]uint16, s.n*ldb)
+			RoundBF16(b16, randVec(rng, len(b16)))
+			b := make([]float32, len(b16))
+			WidenBF16(b, b16)
+			got := randVec(rng, s.m*ldc)
+			want := append([]float32(nil), got...)
+			SgemmBF16Infer(false, true, s.m, s.n, s.k, 0.7, a, lda, b16, ldb, beta, got, ldc)
+			Sgemm(false, true, s.m, s.n, s.k, 0.7, ar, lda, b, ldb, beta, want, ldc)
+			for i := 0; i < s.m; i++ {
+				for j := 0; j < s.n; j++ {
+					g, w := got[i*ldc+j], want[i*ldc+j]
+					if d := math.Abs(float64(g - w)); !(d <= 1e-4*(1+math.Abs(float64(w)))) {
+						t.Fatalf("%+v beta %g: c[%d][%d] = %v, want %v", s, beta, i, j, g, w)
+					}
+				}
+			}
+		}
+	}
+	// RoundBF16's vector form agrees with ToBF16 on every value it is given (ties to even included).
+	src := randVec(rng, 4096)
+	src[0], src[1] = math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000) // ties
+	got := make([]uint16, len(src))
+	roundBF16AVX512(&got[0], &src[0], len(src))
+	for i, v := range src {
+		if got[i] != ToBF16(v) {
+			t.Fatalf("round %v: %#x, want %#x", v, got[i], ToBF16(v))
+		}
+	}
+	if !SetBF16Dot(false) && BF16Dot() {
+		t.Fatal("SetBF16Dot(false) left it on")
+	}
+	SetBF16Dot(true)
 }

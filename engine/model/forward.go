@@ -201,7 +201,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
-	p.w.Layers[l].W[m].mulTOne(p.team, N, x, beta, y)
+	p.w.Layers[l].W[m].mulTPass(p.team, p.decode != nil, N, x, beta, y)
 	p.FlopsFwd += int64(2 * N * out * in)
 	if b := p.w.Layers[l].Bias[m]; b != nil {
 		for r := 0; r < N; r++ {

@@ -16,7 +16,7 @@ func (p *Pass) Logits(rows []int) []float32 {
 func (p *Pass) LogitsInto(out []float32, rows []int) []float32 {
 	c := p.w.Cfg
 	out = out[:len(rows)*c.VocabSize]
-	p.w.Output.mulTOne(p.team, len(rows), p.gather(rows), 0, out)
+	p.w.Output.mulTPass(p.team, p.decode != nil, len(rows), p.gather(rows), 0, out)
 	p.FlopsFwd += int64(2 * len(rows) * c.VocabSize * c.Dim)
 	return out
 }

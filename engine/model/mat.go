@@ -35,14 +35,18 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 	linalg.Sgemm(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.F32, m.Cols, beta, y, m.Rows)
 }
 
-// mulTOne is MulT for one row with t, when set, taking part in a bfloat16 product (a decoding step of one
-// sequence, see linalg.Team).
-func (m *Mat) mulTOne(t *linalg.Team, n int, x []float32, beta float32, y []float32) {
-	if t != nil && n == 1 && m.BF16 != nil {
+// mulTPass is MulT in a pass: with t, when set, taking part in a one-row bfloat16 product (a decoding step
+// of one sequence, see linalg.Team), and, in an inference pass (decoding, prefilling for chat), a bfloat16
+// product through linalg.SgemmBF16Infer, which may use bfloat16 dot products.
+func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
+	switch {
+	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
-		return
+	case m.BF16 != nil && infer:
+		linalg.SgemmBF16Infer(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
+	default:
+		m.MulT(n, x, beta, y)
 	}
-	m.MulT(n, x, beta, y)
 }
 
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).

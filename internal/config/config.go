@@ -172,6 +172,10 @@ type Chat struct {
 	// QueueWait bounds how long a chat request waits for room before it
 	// gets 429 (TRAINYARD_CHAT_QUEUE_WAIT); 0 is the serving default.
 	QueueWait time.Duration
+	// BF16Dot lets chat's decoding use bfloat16 dot products where the CPU
+	// has them (TRAINYARD_CHAT_BF16_DOT, default true): twice the
+	// multiply-adds per instruction, activations rounded to bfloat16.
+	BF16Dot bool
 	// AdapterCacheBytes bounds the adapters kept loaded
 	// (TRAINYARD_ADAPTER_CACHE_BYTES); 0 is the serving default.
 	AdapterCacheBytes int64
@@ -276,6 +280,7 @@ func Load(getenv func(string) string) (Config, error) {
 			KVCacheBytes:          e.int64(EnvChatKVCacheBytes, 0),
 			QueueLength:           int(e.int64(EnvChatQueueLength, 0)),
 			QueueWait:             e.duration(EnvChatQueueWait, 0),
+			BF16Dot:               e.bool(EnvChatBF16Dot, true),
 		},
 		HTTP: HTTP{
 			BodyTimeout:       e.duration(EnvHTTPBodyTimeout, 0),

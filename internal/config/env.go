@@ -52,6 +52,7 @@ const (
 	EnvChatKVCacheBytes          = "TRAINYARD_CHAT_KV_CACHE_BYTES"
 	EnvChatQueueLength           = "TRAINYARD_CHAT_QUEUE_LENGTH"
 	EnvChatQueueWait             = "TRAINYARD_CHAT_QUEUE_WAIT"
+	EnvChatBF16Dot               = "TRAINYARD_CHAT_BF16_DOT"
 	EnvTrainingConcurrency       = "TRAINYARD_TRAINING_CONCURRENCY"
 	EnvFetchConcurrency          = "TRAINYARD_FETCH_CONCURRENCY"
 	EnvDownloadTimeout           = "TRAINYARD_DOWNLOAD_TIMEOUT"

@@ -1,13 +1,15 @@
 // Command asmgen writes engine/linalg's register-tiled kernels for rows of float32 activations times
 // bfloat16 weights (tiles_bf16_amd64.s and its Go declarations) with avo:
 //
-//	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg
+//	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg \
+//		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go
 //
 // It is a module of its own so that the project does not depend on avo; its output is committed.
 package main
 
 import (
 	"fmt"
+	"os"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -34,7 +36,12 @@ func main() {
 			tile(is, mr)
 		}
 	}
+	roundBF16()
 	Generate()
+	if err := writeDotTiles(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 // tile writes dotTile<mr>x4BF16<isa>: out[i*4+j] = Σ_{p<k} a[i*lda+p]·float32(b[j*ldb+p]) for i < mr, j < 4,
@@ -83,6 +90,12 @@ func tile(is isa, mr int) {
 			VXORPS(acc[i][j], acc[i][j], acc[i][j])
 		}
 	}
+	// The next tile's rows of B follow this tile's when B is dense (ldb = k, as weights are stored):
+	// prefetching them while this one is multiplied hides the memory latency that the first group of A's
+	// rows would otherwise wait for at the start of every tile. (Elsewhere the prefetches fetch lines
+	// nobody needs, and never fault.)
+	next := GP64()
+	LEAQ(Mem{Base: brow[nr-1], Index: ldb, Scale: 1}, next)
 	p := GP64()
 	XORQ(p, p)
 
@@ -93,6 +106,10 @@ func tile(is isa, mr int) {
 	for i := range av {
 		av[i] = is.vec()
 		VMOVUPS(Mem{Base: arow[i], Index: p, Scale: 4}, av[i])
+	}
+	// A step consumes 2·lanes bytes of each of the 4 rows: the next tile's 4 rows advance 4 times as fast.
+	for off := 0; off < 8*is.lanes; off += 64 {
+		PREFETCHT0(Mem{Base: next, Index: p, Scale: 8, Disp: off})
 	}
 	for j := 0; j < nr; j++ {
 		bv := is.vec()
@@ -130,6 +147,42 @@ func tile(is isa, mr int) {
 			VMOVSS(x, Mem{Base: out, Disp: 4 * (i*nr + j)})
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// roundBF16 writes roundBF16AVX512: dst[i] = src[i] rounded to the nearest bfloat16, ties to even (the
+// activations of a product with bfloat16 dot products), for n a multiple of 16. On the float32 bits:
+// add 0x7FFF plus the lowest kept bit, keep the top 16. NaN is not preserved (activations are finite).
+func roundBF16() {
+	TEXT("roundBF16AVX512", NOSPLIT, "func(dst *uint16, src *float32, n int)")
+	Doc("roundBF16AVX512 sets dst[i] to src[i] rounded to the nearest bfloat16 (ties to even) for i < n, a",
+		"multiple of 16; NaNs are not kept.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	bias, one := ZMM(), ZMM()
+	c := GP32()
+	MOVL(U32(0x7FFF), c)
+	VPBROADCASTD(c, bias)
+	MOVL(U32(1), c)
+	VPBROADCASTD(c, one)
+	i := GP64()
+	XORQ(i, i)
+	Label("round_loop")
+	CMPQ(i, n)
+	JGE(LabelRef("round_done"))
+	x, lsb := ZMM(), ZMM()
+	VMOVDQU32(Mem{Base: src, Index: i, Scale: 4}, x)
+	VPSRLD(Imm(16), x, lsb)
+	VPANDD(one, lsb, lsb)
+	VPADDD(bias, x, x)
+	VPADDD(lsb, x, x)
+	VPSRLD(Imm(16), x, x)
+	VPMOVDW(x, Mem{Base: dst, Index: i, Scale: 2})
+	ADDQ(Imm(16), i)
+	JMP(LabelRef("round_loop"))
+	Label("round_done")
 	VZEROUPPER()
 	RET()
 }
