@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // BenchmarkDecodeRollouts times one decoding step of B sequences, as chat serves RL rollouts, at
 // SmolLM2-135M's body with Qwen3's 151,936-token vocabulary (the head is then the largest matrix) on a
-// bfloat16 base, each sequence 96 positions in. It reports the step's time per token and the bytes of
-// weights and the flops the step needs, so the step can be set against the machine's limits.
+// bfloat16 base, each sequence 96 positions in, with float32 products and, on an avx512_bf16 CPU, with
+// bfloat16 dot products. It reports the step's time and the bytes of weights and the flops the step needs,
+// so the step can be set against the machine's limits.
 //
 //	go test -run '^$' -bench DecodeRollouts -benchtime 20x ./engine/model/
 func BenchmarkDecodeRollouts(b *testing.B) {
@@ -23,10 +26,28 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 	w32.Init(1)
 	w := w32.ToBF16()
 	w32 = nil
-	ctx := context.Background()
 	rng := rand.New(rand.NewSource(1))
-	for _, batch := range []int{1, 8, 32, 64} {
-		b.Run(fmt.Sprint(batch), func(b *testing.B) {
+	dots := []bool{false}
+	if linalg.SetBF16Dot(true) {
+		dots = append(dots, true)
+	}
+	defer linalg.SetBF16Dot(false) // as TestMain leaves it
+	for _, dot := range dots {
+		for _, batch := range []int{1, 8, 32, 64} {
+			name := fmt.Sprintf("f32/%d", batch)
+			if dot {
+				name = fmt.Sprintf("bf16dot/%d", batch)
+			}
+			linalg.SetBF16Dot(dot)
+			benchDecodeStep(b, name, w, cfg, batch, rng)
+		}
+	}
+}
+
+func benchDecodeStep(b *testing.B, name string, w *Weights, cfg Config, batch int, rng *rand.Rand) {
+	ctx := context.Background()
+	{
+		b.Run(name, func(b *testing.B) {
 			caches := make([]*Cache, batch)
 			toks := make([]int, batch)
 			prompt := make([]int, 96)
