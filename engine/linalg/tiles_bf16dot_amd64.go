@@ -16,12 +16,12 @@ func init() {
 	}
 }
 
-var dotKernels = [5]func(k int, a *uint16, lda int, b *uint16, ldb int, out *float32){
+var dotKernels = [5]func(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32){
 	1: dotTile1x4BF16DOT, 2: dotTile2x4BF16DOT, 3: dotTile3x4BF16DOT, 4: dotTile4x4BF16DOT,
 }
 
 // tilesDotBF16 is tilesBF16Asm with op(A) rounded to bfloat16 and the tiles' products in bfloat16 pairs,
-// accumulated in float32.
+// accumulated in float32; the tiles write C themselves.
 func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
 	a16 := getScratch16(m * k)
 	defer putScratch16(a16)
@@ -41,28 +41,30 @@ func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 	defer release()
 	chunk := max(4, streamChunk(n, workers, 32)&^3)
 	parallelFor(workers, (n+chunk-1)/chunk, func(_, ch int) {
-		var out [16]float32
 		j1 := min(n, (ch+1)*chunk)
 		for j := ch * chunk; j < j1; j += 4 {
-			nr := min(4, j1-j)
+			if j+4 > j1 { // the last rows of B, fewer than a tile
+				for jj := j; jj < j1; jj++ {
+					for i := range m {
+						var s float32
+						for p := range k {
+							s += widen(as[i*k+p]) * widen(b[jj*ldb+p])
+						}
+						merge(c, i*ldc+jj, alpha*s, beta)
+					}
+				}
+				break
+			}
 			for i := 0; i < m; i += 4 {
 				mr := min(4, m-i)
-				if nr == 4 && k32 > 0 {
-					dotKernels[mr](k32, &as[i*k], k, &b[j*ldb], ldb, &out[0])
-				} else {
-					clear(out[:])
-				}
-				for ii := range mr {
-					for jj := range nr {
-						s := out[ii*4+jj]
-						from := k32
-						if nr < 4 {
-							from = 0 // the last rows of B, fewer than a tile: all of k here
+				_ = c[(i+mr-1)*ldc+j+3] // the tile writes 4 values in each of its rows
+				dotKernels[mr](k32, &as[i*k], k, &b[j*ldb], ldb, &c[i*ldc+j], ldc, alpha, beta)
+				for p := k32; p < k; p++ { // a k that is not a multiple of 32: the tile left these out
+					for ii := range mr {
+						x := alpha * widen(as[(i+ii)*k+p])
+						for jj := range 4 {
+							c[(i+ii)*ldc+j+jj] += x * widen(b[(j+jj)*ldb+p])
 						}
-						for p := from; p < k; p++ {
-							s += widen(as[(i+ii)*k+p]) * widen(b[(j+jj)*ldb+p])
-						}
-						merge(c, (i+ii)*ldc+j+jj, alpha*s, beta)
 					}
 				}
 			}

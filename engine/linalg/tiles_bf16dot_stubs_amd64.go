@@ -4,26 +4,30 @@
 
 package linalg
 
-// dotTile1x4BF16DOT sets out[i*4+j] to the dot product of row i of A and row j of B, both bfloat16 (strides lda
-// and ldb), over k values, a multiple of 32, for i < 1 and j < 4: VDPBF16PS, avx512_bf16.
+// dotTile1x4BF16DOT sets c[i*ldc+j] = alpha·(row i of A · row j of B) + beta·c[i*ldc+j] for i < 1 and
+// j < 4, A and B bfloat16 (strides lda and ldb), over k values, a multiple of 32 (beta 0: c is not
+// read): VDPBF16PS, avx512_bf16.
 //
 //go:noescape
-func dotTile1x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, out *float32)
+func dotTile1x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32)
 
-// dotTile2x4BF16DOT sets out[i*4+j] to the dot product of row i of A and row j of B, both bfloat16 (strides lda
-// and ldb), over k values, a multiple of 32, for i < 2 and j < 4: VDPBF16PS, avx512_bf16.
+// dotTile2x4BF16DOT sets c[i*ldc+j] = alpha·(row i of A · row j of B) + beta·c[i*ldc+j] for i < 2 and
+// j < 4, A and B bfloat16 (strides lda and ldb), over k values, a multiple of 32 (beta 0: c is not
+// read): VDPBF16PS, avx512_bf16.
 //
 //go:noescape
-func dotTile2x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, out *float32)
+func dotTile2x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32)
 
-// dotTile3x4BF16DOT sets out[i*4+j] to the dot product of row i of A and row j of B, both bfloat16 (strides lda
-// and ldb), over k values, a multiple of 32, for i < 3 and j < 4: VDPBF16PS, avx512_bf16.
+// dotTile3x4BF16DOT sets c[i*ldc+j] = alpha·(row i of A · row j of B) + beta·c[i*ldc+j] for i < 3 and
+// j < 4, A and B bfloat16 (strides lda and ldb), over k values, a multiple of 32 (beta 0: c is not
+// read): VDPBF16PS, avx512_bf16.
 //
 //go:noescape
-func dotTile3x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, out *float32)
+func dotTile3x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32)
 
-// dotTile4x4BF16DOT sets out[i*4+j] to the dot product of row i of A and row j of B, both bfloat16 (strides lda
-// and ldb), over k values, a multiple of 32, for i < 4 and j < 4: VDPBF16PS, avx512_bf16.
+// dotTile4x4BF16DOT sets c[i*ldc+j] = alpha·(row i of A · row j of B) + beta·c[i*ldc+j] for i < 4 and
+// j < 4, A and B bfloat16 (strides lda and ldb), over k values, a multiple of 32 (beta 0: c is not
+// read): VDPBF16PS, avx512_bf16.
 //
 //go:noescape
-func dotTile4x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, out *float32)
+func dotTile4x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32)
