@@ -16,7 +16,9 @@ const smolLM2Qwen3Vocab = `{"model_type":"llama","vocab_size":151936,"hidden_siz
 // BenchmarkRollouts samples an RL iteration's rollouts through one Sampler as chat serves them: G groups of
 // N requests (n=1 each, sent at once), each group's requests on the same prompt, 128 tokens each at
 // temperature 1 with logprobs, on a random-weight base of SmolLM2-135M's body with Qwen3's vocabulary. It
-// reports generated tokens/s (prefill, sampling and decoding).
+// reports generated tokens/s (prefill, sampling and decoding). In "adapters" each group samples from its own
+// LoRA adapter of the base (a model's last checkpoints, or several models): the batch still reads the base
+// weights once per step.
 //
 //	go test -run '^$' -bench Rollouts -benchtime 1x ./engine/
 func BenchmarkRollouts(b *testing.B) {
@@ -24,12 +26,27 @@ func BenchmarkRollouts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := base.NewSampler(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, shape := range []struct{ groups, n int }{{4, 8}} {
-		b.Run(fmt.Sprintf("%dx%d", shape.groups, shape.n), func(b *testing.B) {
+	for _, shape := range []struct {
+		groups, n int
+		adapters  bool
+	}{{4, 8, false}, {4, 8, true}} {
+		samplers := make([]*Sampler, shape.groups)
+		for g := range samplers {
+			var a *Adapter
+			if shape.adapters {
+				if a, err = base.NewAdapter(DefaultLoRAConfig(), int64(g+1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if samplers[g], err = base.NewSampler(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+		name := fmt.Sprintf("%dx%d", shape.groups, shape.n)
+		if shape.adapters {
+			name += "/adapters"
+		}
+		b.Run(name, func(b *testing.B) {
 			tokens := 0
 			for i := 0; i < b.N; i++ {
 				var wg sync.WaitGroup
@@ -41,7 +58,7 @@ func BenchmarkRollouts(b *testing.B) {
 					}
 					for r := range shape.n {
 						wg.Go(func() {
-							out, err := s.Sample(context.Background(), prompt, SampleParams{Temperature: 1, MaxTokens: 128,
+							out, err := samplers[g].Sample(context.Background(), prompt, SampleParams{Temperature: 1, MaxTokens: 128,
 								N: 1, Seed: int64(g*shape.n + r), Constraint: nil}, nil)
 							if err != nil {
 								b.Error(err)
