@@ -213,17 +213,18 @@ func checkInference(t *testing.T, c inferenceCase) {
 		}()
 		events := sse(open(t, c.api, c.key, chatBody(testLlama, `, "stream": true`+longChat), "kill-stream").Body)
 		<-events
-		// Both calls are generating once B's heartbeat counts them.
+		// Both calls are generating once B's heartbeat counts their rows: 4 choices and the stream's one (the
+		// process decodes 8 rows at once; past that the stream would wait in its queue).
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			procs, err := c.db.ListInference(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i := slices.IndexFunc(procs, func(p *trainyard.InferenceProcess) bool { return p.ID == c.b.id }); i >= 0 && procs[i].InFlight >= 2 {
+			if i := slices.IndexFunc(procs, func(p *trainyard.InferenceProcess) bool { return p.ID == c.b.id }); i >= 0 && procs[i].InFlight >= 5 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("infer B never reported two generations in flight")
+				t.Fatal("infer B never reported both calls' 5 rows in flight")
 			}
 		}
 		if err := syscall.Kill(c.b.cmd.Process.Pid, syscall.SIGKILL); err != nil {
