@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -56,6 +57,28 @@ func CheckRLJob(base *engine.Base, groups []trainyard.TrajectoryGroup, experimen
 	return err
 }
 
+// TrajectoryError is a problem with one trajectory of an RL job: its Field ("" for the trajectory as a
+// whole), or its additional history History (-1: the trajectory's own messages). The request's validation
+// reports it at that place, with the value sent.
+type TrajectoryError struct {
+	Group, Trajectory, History int
+	Field                      string
+	Err                        error
+}
+
+func (e *TrajectoryError) Error() string {
+	where := fmt.Sprintf("trajectory_groups[%d].trajectories[%d]", e.Group, e.Trajectory)
+	if e.History >= 0 {
+		where += fmt.Sprintf(".additional_histories[%d]", e.History)
+	}
+	if e.Field != "" {
+		return where + "." + e.Field + " " + e.Err.Error()
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *TrajectoryError) Unwrap() error { return e.Err }
+
 // buildRLPlan turns trajectory groups into one gradient step:
 // group-relative advantages, then one sequence per trajectory and per
 // additional history, trained with the trajectory's advantage. Trajectories
@@ -70,7 +93,8 @@ func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings
 	for gi, g := range groups {
 		for ti, t := range g.Trajectories {
 			if !finite(t.Reward) {
-				return nil, 0, fmt.Errorf("trajectory_groups[%d].trajectories[%d].reward is not a finite number", gi, ti)
+				return nil, 0, &TrajectoryError{Group: gi, Trajectory: ti, History: -1, Field: "reward",
+					Err: errors.New("is not a finite number")}
 			}
 			rewards[gi] = append(rewards[gi], t.Reward)
 		}
@@ -91,13 +115,9 @@ func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings
 			signal = signal || adv[gi][ti] != 0
 			histories := append([]trainyard.History{{MessagesAndChoices: t.MessagesAndChoices, Tools: t.Tools}}, t.AdditionalHistories...)
 			for hi, h := range histories {
-				where := fmt.Sprintf("trajectory_groups[%d].trajectories[%d]", gi, ti)
-				if hi > 0 {
-					where += fmt.Sprintf(".additional_histories[%d]", hi-1)
-				}
 				seq, ok, err := renderHistory(base, h, stop)
 				if err != nil {
-					return nil, 0, fmt.Errorf("%s: %v", where, err)
+					return nil, 0, &TrajectoryError{Group: gi, Trajectory: ti, History: hi - 1, Err: err}
 				}
 				if ok {
 					p.Samples = append(p.Samples, engine.RLSample{Sequence: seq, Advantage: float32(adv[gi][ti])})
@@ -134,7 +154,8 @@ func buildRLPlan(base *engine.Base, groups []trainyard.TrajectoryGroup, settings
 	for gi := range adv {
 		for ti, v := range adv[gi] {
 			if !finite(v) {
-				return nil, 0, fmt.Errorf("trajectory_groups[%d].trajectories[%d]: the advantage is %v: rewards are too large to normalise; keep them well inside ±1e300", gi, ti, v)
+				return nil, 0, &TrajectoryError{Group: gi, Trajectory: ti, History: -1, Field: "reward",
+					Err: fmt.Errorf("gives an advantage of %v: rewards are too large to normalise; keep them well inside ±1e300", v)}
 			}
 		}
 	}

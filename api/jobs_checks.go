@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -70,10 +71,33 @@ func (s *Server) checkRLJob(ctx context.Context, groups trajectoryGroups, experi
 	}
 	if errs.Len() == 0 {
 		if err := workflows.CheckRLJob(base, groups.Groups, experimental); err != nil {
-			errs.At(nil, "body", "trajectory_groups").Invalid(err.Error())
+			reportRLJobError(&errs, err, groups)
 		}
 	}
 	return errs.Err()
+}
+
+// reportRLJobError records CheckRLJob's error at the trajectory (history, field) it is about, with the
+// value sent there, or at trajectory_groups with the groups sent.
+func reportRLJobError(errs *validate.Errors, err error, groups trajectoryGroups) {
+	var te *workflows.TrajectoryError
+	if !errors.As(err, &te) || te.Group >= len(groups.Groups) || te.Trajectory >= len(groups.Groups[te.Group].Trajectories) {
+		errs.At(groups.Groups, "body", "trajectory_groups").Invalid(err.Error())
+		return
+	}
+	t := groups.Groups[te.Group].Trajectories[te.Trajectory]
+	loc := []any{"body", "trajectory_groups", te.Group, "trajectories", te.Trajectory}
+	var input any = t
+	if te.Group < len(groups.Raw) && te.Trajectory < len(groups.Raw[te.Group]) {
+		input = groups.Raw[te.Group][te.Trajectory]
+	}
+	switch {
+	case te.Field == "reward":
+		loc, input = append(loc, "reward"), t.Reward
+	case te.History >= 0 && te.History < len(t.AdditionalHistories):
+		loc, input = append(loc, "additional_histories", te.History), t.AdditionalHistories[te.History]
+	}
+	errs.At(input, loc...).Invalid(te.Err.Error())
 }
 
 // checkTokenIDs reports the sampled tokens ("token_id:<id>" logprobs) of

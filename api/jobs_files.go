@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
@@ -97,14 +98,26 @@ func checkJSONL(data []byte, errs *validate.Errors) int {
 		}
 		n++
 		if err := checkLine(line); err != nil {
-			errs.At(nil, "body", lineNo).Invalid(fmt.Sprintf("line %d%v", lineNo, err))
+			errs.At(echoed(line), "body", lineNo).Invalid(fmt.Sprintf("line %d%v", lineNo, err))
 		}
 	}
 	if n == 0 {
-		errs.At(nil, "body").Invalid("the file has no conversations")
+		errs.At(echoed(data), "body").Invalid("the file has no conversations")
 	}
 	return n
 }
+
+// echoed is the input a 422 echoes for a line (or file) of an upload: its text, cut at maxEchoed bytes (a
+// line may be megabytes long; the client has it).
+func echoed(b []byte) string {
+	if len(b) > maxEchoed {
+		return strings.ToValidUTF8(string(b[:maxEchoed]), "") + "…"
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// maxEchoed bounds the text a 422 on an upload echoes.
+const maxEchoed = 1024
 
 // checkLine checks one line of an upload as training will read it.
 func checkLine(line []byte) error {

@@ -79,3 +79,36 @@ func TestChoiceTokensAndLogprobsAreChecked(t *testing.T) {
 		t.Errorf("adam_params: input = %s, want the object sent", in)
 	}
 }
+
+// TestRejectedInputsAreEchoed: the 422s that training's own checks raise echo what was sent at the place
+// they are about: a trajectory longer than the model's context (at the trajectory, with the trajectory), and
+// a line of an upload that training cannot read (at the line, with its text).
+func TestRejectedInputsAreEchoed(t *testing.T) {
+	t.Parallel()
+	e, _ := newJobsEnv(t, func(_ *api.Config, d *api.Deps) { d.Bases = builtinBases{} })
+	model := e.createModel("echo")
+	traj := func(question string, reward int) string {
+		return fmt.Sprintf(`{"messages_and_choices": [{"role": "user", "content": %q}, {"index": 0, "finish_reason": "stop",
+			"message": {"role": "assistant", "content": "5"}, "logprobs": {"content": [{"token": "token_id:53", "logprob": -0.1,
+			"bytes": [53], "top_logprobs": []}]}}], "reward": %d}`, question, reward)
+	}
+	body := fmt.Sprintf(`{"model_id": %q, "trajectory_groups": [{"trajectories": [%s, %s]}]}`, model, traj("2+3?", 1), traj(strings.Repeat("2+3? ", 2000), 0))
+	errs := e.call("POST", "/v1/preview/training-jobs", body).Errors(t)
+	if len(errs) != 1 {
+		t.Fatalf("a trajectory longer than the context: errors %v, want one", errs)
+	}
+	input, _ := errs[0]["input"].(map[string]any)
+	if loc, _ := json.Marshal(errs[0]["loc"]); string(loc) != `["body","trajectory_groups",0,"trajectories",1]` || input["reward"] != 0.0 {
+		t.Errorf("a trajectory longer than the context: %v, want the second trajectory, echoed", errs[0])
+	}
+
+	bad := `{"messages": [{"role": "user", "content": "hi"}]}`
+	res := e.call("POST", "/v1/preview/files?project=p&name=bad", `{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}`+"\n"+bad+"\n")
+	errs = res.Errors(t)
+	if len(errs) != 1 {
+		t.Fatalf("an upload with a bad line: errors %v, want one", errs)
+	}
+	if loc, _ := json.Marshal(errs[0]["loc"]); string(loc) != `["body",2]` || errs[0]["input"] != bad {
+		t.Errorf("an upload with a bad line: %v, want line 2 and its text", errs[0])
+	}
+}
