@@ -24,7 +24,7 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare bench-rollouts pretrain clean fuzz \
+.PHONY: all asm run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare bench-rollouts pretrain clean fuzz \
 	tokenizer-files tokenizer-fixtures hftemplate-fixtures torch-fixtures screenshots vendor-dashboard
 
 all: build
@@ -179,6 +179,12 @@ torch-fixtures:
 		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-torch; \
 	fi
 	/usr/bin/python3 engine/torchref/gen.py
+
+## asm: regenerate engine/linalg's generated kernels (register tiles over bfloat16 weights) with avo, from
+## engine/linalg/_asmgen (a module of its own: the project does not depend on avo)
+asm:
+	cd engine/linalg/_asmgen && $(GO) run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg \
+		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go
 
 ## clean: stop the throwaway PostgreSQL, remove the binary and ./.data
 clean:
