@@ -19,9 +19,13 @@ type machine struct {
 	// GoBandwidth and KernelBandwidth are the two: a plain Go loop summing uint64s, and the engine's
 	// bfloat16 matrix-vector kernel (the batch-1 decoding product) over a bfloat16 matrix.
 	GoBandwidth, KernelBandwidth float64
-	// KernelPeak is linalg.Sgemm's rate on a 1024² float32 product (FLOP/s): the engine's best matrix
-	// product, not the CPU's FMA peak (a pure-Go measure cannot reach that without assembly).
+	// KernelPeak is the rate of the engine's best matrix product for decoding (FLOP/s): linalg.Sgemm's on a
+	// 1024² float32 product or, on a CPU with avx512_bf16 (where the service decodes with bfloat16 dot
+	// products, TRAINYARD_CHAT_BF16_DOT), linalg.SgemmBF16Infer's on a 64-row product over 4096 × 1024
+	// bfloat16 weights, whichever is faster; not the CPU's FMA peak, which a pure-Go measure cannot reach.
 	KernelPeak float64
+	// SgemmPeak and DotPeak are the two (DotPeak 0 without avx512_bf16).
+	SgemmPeak, DotPeak float64
 }
 
 // stepCost is what one decoding step of a batch reads and computes in its matrix products.
@@ -54,8 +58,12 @@ func (m machine) bound(c stepCost) time.Duration {
 // own parallelism, GOMAXPROCS), each the median of several repetitions, and frees the buffers after.
 func measureMachine(threads int) machine {
 	defer debug.FreeOSMemory()
-	m := machine{GoBandwidth: goBandwidth(threads), KernelBandwidth: kernelBandwidth(threads), KernelPeak: sgemmPeak()}
+	m := machine{GoBandwidth: goBandwidth(threads), KernelBandwidth: kernelBandwidth(threads), SgemmPeak: sgemmPeak()}
 	m.Bandwidth = math.Max(m.GoBandwidth, m.KernelBandwidth)
+	if linalg.BF16Dot() {
+		m.DotPeak = dotPeak()
+	}
+	m.KernelPeak = math.Max(m.SgemmPeak, m.DotPeak)
 	return m
 }
 
@@ -154,4 +162,28 @@ func sgemmPeak() float64 {
 		return time.Since(start)
 	})
 	return 2 * n * n * n / d.Seconds()
+}
+
+// dotPeak is linalg.SgemmBF16Infer's rate on a decoding-shaped product: 64 rows of activations times
+// 4096 × 1024 bfloat16 weights (8 MiB, streamed from L3 at best), with bfloat16 dot products.
+func dotPeak() float64 {
+	const m, n, k = 64, 4096, 1024
+	a, c := make([]float32, m*k), make([]float32, m*n)
+	b := make([]uint16, n*k)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range b {
+		b[i] = linalg.ToBF16(float32(i%5) - 2)
+	}
+	run := func() { linalg.SgemmBF16Infer(false, true, m, n, k, 1, a, k, b, k, 0, c, n) }
+	for range 3 { // warm-up
+		run()
+	}
+	d := typical(func() time.Duration {
+		start := time.Now()
+		run()
+		return time.Since(start)
+	})
+	return 2 * m * n * k / d.Seconds()
 }
