@@ -4,71 +4,85 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // Cache is the key/value cache of one generated sequence: per layer, the post-RoPE keys and values of every
-// position so far ([Len × kvDim]).
+// position, laid out head by head ([kvHeads × capacity × headDim]: the keys of one head for positions
+// 0, 1, … are contiguous), so that attending reads each head's keys and values as one contiguous stream.
 type Cache struct {
-	K, V [][]float32
-	Len  int
-	cap  int
+	K, V      [][]float32
+	Len       int
+	cap       int
+	heads, hd int // key/value heads and their width
 }
 
 // NewCache returns an empty cache able to hold capacity positions (at most the model's context).
 func (w *Weights) NewCache(capacity int) *Cache {
 	capacity = min(capacity, w.Cfg.MaxSeqLen)
-	c := &Cache{K: make([][]float32, w.Cfg.Layers), V: make([][]float32, w.Cfg.Layers), cap: capacity}
+	return newCache(w.Cfg.Layers, w.Cfg.KVHeads, w.Cfg.HeadDim, capacity)
+}
+
+func newCache(layers, heads, hd, capacity int) *Cache {
+	c := &Cache{K: make([][]float32, layers), V: make([][]float32, layers), cap: capacity, heads: heads, hd: hd}
 	for l := range c.K {
-		c.K[l] = make([]float32, 0, capacity*w.Cfg.KVDim())
-		c.V[l] = make([]float32, 0, capacity*w.Cfg.KVDim())
+		c.K[l] = make([]float32, capacity*heads*hd)
+		c.V[l] = make([]float32, capacity*heads*hd)
 	}
 	return c
 }
 
+// head returns the keys or values of head h in layer slice x (all capacity positions).
+func (c *Cache) head(x []float32, h int) []float32 {
+	return x[h*c.cap*c.hd : (h+1)*c.cap*c.hd]
+}
+
+// put stores rows of packed keys and values ([n × heads·hd], as a pass computes them) at positions
+// pos, pos+1, … of layer l.
+func (c *Cache) put(l, pos int, k, v []float32) {
+	kd := c.heads * c.hd
+	for r := 0; r < len(k)/kd; r++ {
+		for h := range c.heads {
+			at := (h*c.cap + pos + r) * c.hd
+			copy(c.K[l][at:at+c.hd], k[r*kd+h*c.hd:r*kd+(h+1)*c.hd])
+			copy(c.V[l][at:at+c.hd], v[r*kd+h*c.hd:r*kd+(h+1)*c.hd])
+		}
+	}
+}
+
 // Clone copies the cache (to fork one prefilled prompt into n completions).
 func (c *Cache) Clone() *Cache {
-	d := &Cache{K: make([][]float32, len(c.K)), V: make([][]float32, len(c.V)), Len: c.Len, cap: c.cap}
-	for l := range c.K {
-		d.K[l] = append(make([]float32, 0, cap(c.K[l])), c.K[l]...)
-		d.V[l] = append(make([]float32, 0, cap(c.V[l])), c.V[l]...)
-	}
+	d := newCache(len(c.K), c.heads, c.hd, c.cap)
+	d.CopyPrefix(c, c.Len)
 	return d
 }
 
 // CopyPrefix fills the empty cache c with the first n positions src holds (a prompt, or the start of one,
 // that another request prefilled); c must have room for them.
 func (c *Cache) CopyPrefix(src *Cache, n int) {
-	if c.Len != 0 || n > src.Len || n > c.cap || len(src.K) != len(c.K) {
+	if c.Len != 0 || n > src.Len || n > c.cap || len(src.K) != len(c.K) || src.heads != c.heads || src.hd != c.hd {
 		panic(fmt.Sprintf("model: copy %d of %d positions into a cache of %d/%d", n, src.Len, c.Len, c.cap))
 	}
 	for l := range c.K {
-		kd := len(src.K[l]) / max(src.Len, 1)
-		c.K[l] = append(c.K[l][:0], src.K[l][:n*kd]...)
-		c.V[l] = append(c.V[l][:0], src.V[l][:n*kd]...)
+		for h := range c.heads {
+			copy(c.head(c.K[l], h), src.head(src.K[l], h)[:n*c.hd])
+			copy(c.head(c.V[l], h), src.head(src.V[l], h)[:n*c.hd])
+		}
 	}
 	c.Len = n
 }
 
 // Compact returns a copy of c that holds its positions and no room for more (what a prompt cache keeps).
 func (c *Cache) Compact() *Cache {
-	d := &Cache{K: make([][]float32, len(c.K)), V: make([][]float32, len(c.V)), Len: c.Len, cap: c.Len}
-	for l := range c.K {
-		d.K[l] = slices.Clone(c.K[l])
-		d.V[l] = slices.Clone(c.V[l])
-	}
+	d := newCache(len(c.K), c.heads, c.hd, c.Len)
+	d.CopyPrefix(c, c.Len)
 	return d
 }
 
-// Bytes is the memory the cache's positions take.
+// Bytes is the memory the cache takes.
 func (c *Cache) Bytes() int64 {
-	var n int64
-	for l := range c.K {
-		n += int64(len(c.K[l])+len(c.V[l])) * 4
-	}
-	return n
+	return int64(len(c.K)) * 2 * int64(c.cap*c.heads*c.hd) * 4
 }
 
 // Prefill runs tokens through the model into an empty cache and returns the logits of the last position.
@@ -96,17 +110,11 @@ func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][
 	}
 	p, err := w.Forward(ctx, prompts, PassOptions{LoRA: lora, OnKV: func(l int, k, v []float32) {
 		for i, c := range caches {
-			c.K[l] = append(c.K[l], k[offs[i]*kd:offs[i+1]*kd]...)
-			c.V[l] = append(c.V[l], v[offs[i]*kd:offs[i+1]*kd]...)
+			c.put(l, 0, k[offs[i]*kd:offs[i+1]*kd], v[offs[i]*kd:offs[i+1]*kd])
 		}
 	}})
 	if err != nil {
-		for _, c := range caches { // a cancelled pass may have filled some layers
-			for l := range c.K {
-				c.K[l], c.V[l] = c.K[l][:0], c.V[l][:0]
-			}
-		}
-		return nil, err
+		return nil, err // the caches' lengths are unchanged: what a cancelled pass stored is ignored
 	}
 	rows := make([]int, len(prompts))
 	for i, c := range caches {
@@ -201,8 +209,7 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 	c := p.w.Cfg
 	kd, qd, hd := c.KVDim(), c.QDim(), c.HeadDim
 	for b, ca := range p.decode {
-		ca.K[l] = append(ca.K[l], lc.k[p.offs[b]*kd:p.offs[b+1]*kd]...)
-		ca.V[l] = append(ca.V[l], lc.v[p.offs[b]*kd:p.offs[b+1]*kd]...)
+		ca.put(l, ca.Len, lc.k[p.offs[b]*kd:p.offs[b+1]*kd], lc.v[p.offs[b]*kd:p.offs[b+1]*kd])
 	}
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
@@ -211,28 +218,28 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 		ca := p.decode[b]
 		r0, T := p.offs[b], p.offs[b+1]-p.offs[b]
 		n := ca.Len + T // positions in the cache once this chunk is in
-		K, V := ca.K[l][kvh*hd:], ca.V[l][kvh*hd:]
+		K, V := ca.head(ca.K[l], kvh), ca.head(ca.V[l], kvh)
 		if T == 1 {
 			// Decoding: the query heads that share a key/value head attend together, one product each with the
 			// cached keys and values, which are then read once per key/value head, not once per query head.
 			sc := p.workerScratch(wk, group*n)
 			q := lc.q[r0*qd+kvh*group*hd:]
-			linalg.Sgemm(false, true, group, n, hd, scale, q, hd, K, kd, 0, sc, n)
+			linalg.Sgemm(false, true, group, n, hd, scale, q, hd, K, hd, 0, sc, n)
 			for g := range group {
 				softmaxCausalRow(sc[g*n:(g+1)*n], n-1)
 			}
-			linalg.Sgemm(false, false, group, hd, n, 1, sc, n, V, kd, 0, lc.att[r0*qd+kvh*group*hd:], hd)
+			linalg.Sgemm(false, false, group, hd, n, 1, sc, n, V, hd, 0, lc.att[r0*qd+kvh*group*hd:], hd)
 			return
 		}
 		// A chunk: per query head, its T rows against every position, row t masked past position Len+t.
 		sc := p.workerScratch(wk, T*n)
 		for g := range group {
 			h := kvh*group + g
-			linalg.Sgemm(false, true, T, n, hd, scale, lc.q[r0*qd+h*hd:], qd, K, kd, 0, sc, n)
+			linalg.Sgemm(false, true, T, n, hd, scale, lc.q[r0*qd+h*hd:], qd, K, hd, 0, sc, n)
 			for t := range T {
 				softmaxCausalRow(sc[t*n:(t+1)*n], ca.Len+t)
 			}
-			linalg.Sgemm(false, false, T, hd, n, 1, sc, n, V, kd, 0, lc.att[r0*qd+h*hd:], qd)
+			linalg.Sgemm(false, false, T, hd, n, 1, sc, n, V, hd, 0, lc.att[r0*qd+h*hd:], qd)
 		}
 	}
 	if len(p.decode) == 1 && p.N == 1 {
