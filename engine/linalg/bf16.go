@@ -91,7 +91,7 @@ func ToBF16(v float32) uint16 {
 func widenBF16Generic(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
 	for i, h := range src {
-		dst[i] = math.Float32frombits(uint32(h) << 16)
+		dst[i] = fromBF16(h)
 	}
 }
 
@@ -100,11 +100,11 @@ func dotBF16Generic(x []float32, y []uint16) float32 {
 	var s0, s1 float32
 	i := 0
 	for ; i+2 <= len(x); i += 2 {
-		s0 += x[i] * math.Float32frombits(uint32(y[i])<<16)
-		s1 += x[i+1] * math.Float32frombits(uint32(y[i+1])<<16)
+		s0 += x[i] * fromBF16(y[i])
+		s1 += x[i+1] * fromBF16(y[i+1])
 	}
 	if i < len(x) {
-		s0 += x[i] * math.Float32frombits(uint32(y[i])<<16)
+		s0 += x[i] * fromBF16(y[i])
 	}
 	return s0 + s1
 }
@@ -278,12 +278,7 @@ func fewRowsOf(transA bool, m, n, k int, alpha float32, a []float32, lda, size i
 		for j := ch * chunk; j < min(n, (ch+1)*chunk); j++ {
 			w := rowOf(j, w)
 			for i, x := range rows {
-				o := i*ldc + j
-				if s := alpha * dot(x, w); beta == 0 {
-					c[o] = s
-				} else {
-					c[o] = s + beta*c[o]
-				}
+				merge(c, i*ldc+j, alpha*dot(x, w), beta)
 			}
 		}
 	})
@@ -312,26 +307,47 @@ func rowsDotBF16(b []uint16, ldb int, x []float32, j0, rows int, alpha, beta flo
 	mergeVector(dots, alpha, beta, out[j0:], 1)
 }
 
-var scratchPool = make(chan *[]float32, 8)
+// scratch holds the widened blocks of bfloat16 matrices: up to 4 MiB, too big to allocate per call.
+var scratch = make(freeList[float32], 8)
 
-// getScratch returns a float32 buffer of at least n values (from a small free list: the widened blocks are
-// up to 4 MiB, too big to allocate per call).
-func getScratch(n int) *[]float32 {
+// getScratch returns a float32 buffer of n values from scratch.
+func getScratch(n int) *[]float32 { return scratch.get(n) }
+
+func putScratch(s *[]float32) { scratch.put(s) }
+
+// freeList is a small free list of buffers.
+type freeList[T any] chan *[]T
+
+// get returns a buffer of n values, reusing a free one when it is large enough.
+func (f freeList[T]) get(n int) *[]T {
 	select {
-	case s := <-scratchPool:
+	case s := <-f:
 		if cap(*s) >= n {
 			*s = (*s)[:n]
 			return s
 		}
 	default:
 	}
-	s := make([]float32, n)
+	s := make([]T, n)
 	return &s
 }
 
-func putScratch(s *[]float32) {
+// put hands a buffer back (dropped when the list is full).
+func (f freeList[T]) put(s *[]T) {
 	select {
-	case scratchPool <- s:
+	case f <- s:
 	default:
+	}
+}
+
+// fromBF16 is the float32 value of a bfloat16.
+func fromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// merge sets c[o] = v + beta·c[o] (v alone when beta is 0, whatever c held).
+func merge(c []float32, o int, v, beta float32) {
+	if beta == 0 {
+		c[o] = v
+	} else {
+		c[o] = v + beta*c[o]
 	}
 }

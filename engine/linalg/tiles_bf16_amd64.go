@@ -1,10 +1,6 @@
 package linalg
 
-import (
-	"math"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // The register-tiled kernels (tiles_bf16_amd64.s, written by _asmgen with avo) for a few dozen rows of
 // activations times bfloat16 weights: decoding a batch of sequences. AVX-512 tiles take 4 rows of A and 16
@@ -64,7 +60,7 @@ func tilesBF16Asm(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 					for jj := range 4 {
 						s := out[ii*4+jj]
 						for p := k16; p < k; p++ { // a k that is not a multiple of the lanes
-							s += a[(i+ii)*lda+p] * math.Float32frombits(uint32(b[(j+jj)*ldb+p])<<16)
+							s += a[(i+ii)*lda+p] * fromBF16(b[(j+jj)*ldb+p])
 						}
 						merge(c, (i+ii)*ldc+j+jj, alpha*s, beta)
 					}
@@ -72,13 +68,4 @@ func tilesBF16Asm(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 			}
 		}
 	})
-}
-
-// merge sets c[o] = v + beta·c[o] (v alone when beta is 0, whatever c held).
-func merge(c []float32, o int, v, beta float32) {
-	if beta == 0 {
-		c[o] = v
-	} else {
-		c[o] = v + beta*c[o]
-	}
 }

@@ -1,10 +1,6 @@
 package linalg
 
-import (
-	"math"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // Products with bfloat16 dot products (avx512_bf16, tiles_bf16dot_amd64.s): the rows of activations are
 // rounded to bfloat16 once per product, then every tile multiplies pairs of bfloat16 values straight from the
@@ -23,9 +19,9 @@ var dotKernels = [5]func(k int, a *uint16, lda int, b *uint16, ldb int, c *float
 // tilesDotBF16 is tilesBF16Asm with op(A) rounded to bfloat16 and the tiles' products in bfloat16 pairs,
 // accumulated in float32; the tiles write C themselves.
 func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	a16 := getScratch16(m * k)
-	defer putScratch16(a16)
-	as := (*a16)[:m*k]
+	a16 := scratch16.get(m * k)
+	defer scratch16.put(a16)
+	as := *a16
 	k16 := k &^ 15
 	for i := range m {
 		row := a[i*lda : i*lda+k]
@@ -48,7 +44,7 @@ func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 					for i := range m {
 						var s float32
 						for p := range k {
-							s += widen(as[i*k+p]) * widen(b[jj*ldb+p])
+							s += fromBF16(as[i*k+p]) * fromBF16(b[jj*ldb+p])
 						}
 						merge(c, i*ldc+jj, alpha*s, beta)
 					}
@@ -61,9 +57,9 @@ func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 				dotKernels[mr](k32, &as[i*k], k, &b[j*ldb], ldb, &c[i*ldc+j], ldc, alpha, beta)
 				for p := k32; p < k; p++ { // a k that is not a multiple of 32: the tile left these out
 					for ii := range mr {
-						x := alpha * widen(as[(i+ii)*k+p])
+						x := alpha * fromBF16(as[(i+ii)*k+p])
 						for jj := range 4 {
-							c[(i+ii)*ldc+j+jj] += x * widen(b[(j+jj)*ldb+p])
+							c[(i+ii)*ldc+j+jj] += x * fromBF16(b[(j+jj)*ldb+p])
 						}
 					}
 				}
@@ -72,25 +68,5 @@ func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 	})
 }
 
-func widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
-var scratch16Pool = make(chan *[]uint16, 4)
-
-func getScratch16(n int) *[]uint16 {
-	select {
-	case s := <-scratch16Pool:
-		if cap(*s) >= n {
-			return s
-		}
-	default:
-	}
-	s := make([]uint16, n)
-	return &s
-}
-
-func putScratch16(s *[]uint16) {
-	select {
-	case scratch16Pool <- s:
-	default:
-	}
-}
+// scratch16 holds the rows of activations rounded to bfloat16.
+var scratch16 = make(freeList[uint16], 4)
