@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/trainyard/trainyard/engine/linalg"
+	"github.com/trainyard/trainyard/internal/roofline"
 )
 
 type options struct {
@@ -116,8 +117,8 @@ func run(o options) error {
 		}
 		progress("%s snapshot in %s (%.0f s)", sh.name, dir, time.Since(start).Seconds())
 	}
-	progress("measuring bandwidth and kernel peak")
-	m := measureMachine(o.threads)
+	progress("measuring bandwidth and peaks")
+	m := roofline.Measure(o.threads)
 	rows, rowsNote := o.rows, fmt.Sprintf("the service's rows, -rows %d", o.rows)
 	var extra []string
 	if o.rows > 0 {
@@ -158,7 +159,7 @@ func run(o options) error {
 
 // engineRuns measures every shape and G×N through the service: a warm-up request that loads the base
 // model, then each run's rollouts, all at once.
-func engineRuns(ctx context.Context, o options, svc *service, m machine, rows int) ([]summary, error) {
+func engineRuns(ctx context.Context, o options, svc *service, m roofline.Machine, rows int) ([]summary, error) {
 	var sums []summary
 	run := 0
 	for _, sh := range o.shapes {
@@ -189,7 +190,7 @@ func engineRuns(ctx context.Context, o options, svc *service, m machine, rows in
 				return nil, err
 			}
 			b := min(g.rollouts(), rows)
-			s := summarize(sh.name, g, b, rs, wall, m.bound(decodeStepCost(cfg, b)))
+			s := summarize(sh.name, g, b, rs, wall, m.Bound(roofline.DecodeStepWeights(cfg, b), m.KernelPeak()))
 			s.savedMetric, s.hasMetric = after-before, hasMetric
 			for _, r := range rs {
 				if r.err != nil && r.status != 429 {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/trainyard/trainyard/internal/roofline"
 )
 
 // summary is one run (a shape and a G×N) of the engine, and PyTorch's same batch.
@@ -65,7 +67,7 @@ func summarize(sh string, spec groupSpec, rows int, rs []rollout, wall time.Dura
 type header struct {
 	threads, tokens int
 	backend, torch  string
-	machine         machine
+	machine         roofline.Machine
 	rowsNote        string
 }
 
@@ -74,7 +76,8 @@ func printTable(w io.Writer, h header, sums []summary) {
 		h.backend, h.threads, h.torch, h.threads)
 	m := h.machine
 	fmt.Fprintf(w, "this machine (medians of 21 runs): bandwidth %.1f GB/s (Go loop %.1f, bf16 gemv %.1f; %d threads), kernel peak %.0f GFLOP/s (linalg.Sgemm, 1024², float32: %.0f; bfloat16 dot products, 64×4096×1024: %.0f)\n",
-		m.Bandwidth/1e9, m.GoBandwidth/1e9, m.KernelBandwidth/1e9, h.threads, m.KernelPeak/1e9, m.SgemmPeak/1e9, m.DotPeak/1e9)
+		m.Bandwidth/1e9, m.GoBandwidth/1e9, m.KernelBandwidth/1e9, h.threads, m.KernelPeak()/1e9, m.SgemmPeak/1e9, m.DotKernelPeak/1e9)
+	fmt.Fprintf(w, "the cores' arithmetic peak: %s %.0f GFLOP/s%s\n", m.FMAName, m.FMAPeak/1e9, dotNote(m))
 	fmt.Fprintf(w, "each rollout: its own request (n=1), %d new tokens (ignore_eos), temperature 1, logprobs, streamed; all G×N sent at once\n\n", h.tokens)
 	fmt.Fprintln(w, "| shape | G×N | engine tok/s | p50 | p99 | 429s | prefill saved | step ms | bound ms | ratio | PyTorch tok/s | engine/PyTorch |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -123,6 +126,14 @@ batch = min(G×N, %s). ratio = step / bound.
 PyTorch: the same G×N batch in one process, the G prompts prefilled once and copied into their N rows,
 then decoded together with a KV cache; its tok/s includes the prefill.
 `, savedMetric, h.rowsNote)
+}
+
+// dotNote names the bfloat16 dot-product peak where the CPU has one.
+func dotNote(m roofline.Machine) string {
+	if m.DotPeak == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s %.0f GFLOP/s", m.DotName, m.DotPeak/1e9)
 }
 
 func ms(d time.Duration) string   { return fmt.Sprintf("%.1f", d.Seconds()*1000) }

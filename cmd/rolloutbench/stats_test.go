@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/trainyard/trainyard/engine/model"
 )
 
 func TestPercentile(t *testing.T) {
@@ -30,26 +28,6 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile(nil, 50); got != 0 {
 		t.Errorf("p50 of none = %v", got)
-	}
-}
-
-func TestDecodeStepCostAndBound(t *testing.T) {
-	t.Parallel()
-	// SmolLM2-135M's body on Qwen3's vocabulary: 30 layers of 576×576 (q, o), 192×576 (k, v) and
-	// 3 × 576×1536 (gate, up, down), plus a 151,936 × 576 head.
-	cfg := model.Config{VocabSize: 151936, Dim: 576, Layers: 30, Heads: 9, KVHeads: 3, HeadDim: 64, Hidden: 1536}
-	params := 30*(2*576*576+2*192*576+3*576*1536) + 151936*576
-	c := decodeStepCost(cfg, 32)
-	if c.WeightBytes != 2*float64(params) || c.FLOPs != 2*float64(params)*32 {
-		t.Fatalf("cost = %+v, want %d bytes and %d FLOPs", c, 2*params, 2*params*32)
-	}
-	m := machine{Bandwidth: 20e9, KernelPeak: 100e9}
-	// Bandwidth-bound at batch 1, compute-bound at batch 32.
-	if got, want := m.bound(decodeStepCost(cfg, 1)), time.Duration(2*float64(params)/20e9*1e9); got != want {
-		t.Errorf("batch 1 bound = %v, want %v (weights / bandwidth)", got, want)
-	}
-	if got, want := m.bound(c), time.Duration(2*float64(params)*32/100e9*1e9); got != want {
-		t.Errorf("batch 32 bound = %v, want %v (FLOPs / peak)", got, want)
 	}
 }
 
