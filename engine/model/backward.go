@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/trainyard/trainyard/engine/linalg"
 )
@@ -54,7 +53,7 @@ func (p *Pass) BackwardHidden(ctx context.Context, g Grads) error {
 	if g.W != nil {
 		dFinal = g.W.FinalNorm
 	}
-	rmsNormBack(dx, dFinal, dhf, p.xOut, p.w.FinalNorm, p.rf, D)
+	rmsNormBack(dx, dFinal, dhf, p.xOut, p.w.FinalNorm, p.rf, D, c.normOffset())
 	sc := p.newBackScratch()
 	for l := c.Layers - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
@@ -63,6 +62,9 @@ func (p *Pass) BackwardHidden(ctx context.Context, g Grads) error {
 		p.blockBack(l, p.layers[l], dx, g, l > 0 || g.W != nil, sc)
 	}
 	if g.W != nil {
+		if s := c.embedScale(); s != 1 {
+			linalg.Scale(s, dx)
+		}
 		t := 0
 		for _, toks := range p.seqs {
 			for _, id := range toks {
@@ -83,20 +85,38 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	if g.W != nil {
 		gl = &g.W.Layers[l]
 	}
-	// MLP: out = x2 + down(silu(gate(h2))·up(h2)), h2 = norm(x2).
+	off := c.normOffset()
+	// MLP: out = x2 + down(act(gate(h2))·up(h2)) (with SandwichNorm: x2 + norm(down(…))), h2 = norm(x2).
 	da, dg, du, dh2 := sc.da, sc.dg, sc.du, sc.dh
-	p.linearBack(l, ModDown, lc, lc.a, dx, da, 0, g, true)
-	swigluBack(dg, du, da, lc.g, lc.u, c.Hidden)
+	dOut := dx
+	if c.SandwichNorm {
+		clear(sc.dsub)
+		rmsNormBack(sc.dsub, normGrad(gl, normPostMLP), dx, lc.d, ly.PostMLPNorm, lc.r4, c.Dim, off)
+		dOut = sc.dsub
+	}
+	p.linearBack(l, ModDown, lc, lc.a, dOut, da, 0, g, true)
+	if c.GeluTanh {
+		gegluBack(dg, du, da, lc.g, lc.u, c.Hidden)
+	} else {
+		swigluBack(dg, du, da, lc.g, lc.u, c.Hidden)
+	}
 	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
 	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
-	rmsNormBack(dx, normGrad(gl, false), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim)
-	// Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = norm(x).
+	rmsNormBack(dx, normGrad(gl, normMLP), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim, off)
+	// Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))) (with SandwichNorm: x + norm(o(…))),
+	// h1 = norm(x).
 	datt, dq, dk, dv := sc.datt, sc.dq, sc.dk, sc.dv
-	p.linearBack(l, ModO, lc, lc.att, dx, datt, 0, g, true)
+	dOut = dx
+	if c.SandwichNorm {
+		clear(sc.dsub)
+		rmsNormBack(sc.dsub, normGrad(gl, normPostAttn), dx, lc.o, ly.PostAttnNorm, lc.r3, c.Dim, off)
+		dOut = sc.dsub
+	}
+	p.linearBack(l, ModO, lc, lc.att, dOut, datt, 0, g, true)
 	clear(dk)
 	clear(dv)
-	p.attentionBack(lc, datt, dq, dk, dv)
-	p.w.rope.applyRows(dq, dk, c.Heads, c.KVHeads, p.pos, true)
+	p.attentionBack(l, lc, datt, dq, dk, dv)
+	p.w.ropeOf(l).applyRows(dq, dk, c.Heads, c.KVHeads, p.pos, true)
 	if c.QKNorm { // back through the per-head norms to the projections' outputs
 		var gq, gk []float32
 		if gl != nil {
@@ -104,8 +124,8 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		}
 		clear(sc.dqr)
 		clear(sc.dkr)
-		rmsNormBack(sc.dqr, gq, dq, lc.qraw, ly.QNorm, lc.rq, c.HeadDim)
-		rmsNormBack(sc.dkr, gk, dk, lc.kraw, ly.KNorm, lc.rk, c.HeadDim)
+		rmsNormBack(sc.dqr, gq, dq, lc.qraw, ly.QNorm, lc.rq, c.HeadDim, off)
+		rmsNormBack(sc.dkr, gk, dk, lc.kraw, ly.KNorm, lc.rk, c.HeadDim, off)
 		dq, dk = sc.dqr, sc.dkr
 	}
 	dh1 := sc.dh
@@ -113,18 +133,24 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
 	p.linearBack(l, ModV, lc, lc.h1, dv, dh1, 1, g, needDX)
 	if needDX {
-		rmsNormBack(dx, normGrad(gl, true), dh1, lc.x, ly.AttnNorm, lc.r1, c.Dim)
+		rmsNormBack(dx, normGrad(gl, normAttn), dh1, lc.x, ly.AttnNorm, lc.r1, c.Dim, off)
 	}
 }
 
-func normGrad(gl *Layer, attn bool) []float32 {
-	switch {
-	case gl == nil:
+// The norms of a layer, for normGrad.
+const (
+	normAttn = iota
+	normMLP
+	normPostAttn
+	normPostMLP
+)
+
+// normGrad is the gradient buffer of a layer's norm gains (nil without full-weight gradients).
+func normGrad(gl *Layer, which int) []float32 {
+	if gl == nil {
 		return nil
-	case attn:
-		return gl.AttnNorm
 	}
-	return gl.MLPNorm
+	return [...][]float32{gl.AttnNorm, gl.MLPNorm, gl.PostAttnNorm, gl.PostMLPNorm}[which]
 }
 
 // linearBack propagates dy through projection m: dx = beta·dx + dy·W (+ LoRA path) when needDX, and adds
@@ -177,20 +203,30 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 }
 
 // attentionBack computes dq, dk, dv (post-RoPE) from datt. With P the softmax weights and dP = datt·vᵀ,
-// the score gradient is dS = P ⊙ (dP − rowsum(P ⊙ dP)); dq = s·dS·k, dk += s·dSᵀ·q, dv += Pᵀ·datt.
-// Work is split by (sequence, kv head) so grouped heads accumulate into dk, dv without races.
-func (p *Pass) attentionBack(lc *layerCache, datt, dq, dk, dv []float32) {
+// the score gradient is dS = P ⊙ (dP − rowsum(P ⊙ dP)) (masked positions have P = 0, so the window
+// needs nothing more), times 1 − tanh² of the uncapped scores when they are soft-capped (recomputed here
+// rather than kept); dq = s·dS·k, dk += s·dSᵀ·q, dv += Pᵀ·datt. Work is split by (sequence, kv head) so
+// grouped heads accumulate into dk, dv without races.
+func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) {
 	c := p.w.Cfg
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	scale := c.attnScale()
+	win := c.window(l)
 	qd, kd, hd := c.QDim(), c.KVDim(), c.HeadDim
 	parallel(len(p.seqs)*c.KVHeads, func(wk, i int) {
 		s, kvh := i/c.KVHeads, i%c.KVHeads
 		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
 		for h := kvh * group; h < (kvh+1)*group; h++ {
 			P := lc.probs[s*c.Heads+h]
-			dP := p.workerScratch(wk, T*T)
+			var dP, capped []float32
 			qo, ko := base*qd+h*hd, base*kd+kvh*hd
+			if c.AttnSoftcap > 0 {
+				buf := p.workerScratch(wk, 2*T*T)
+				dP, capped = buf[:T*T], buf[T*T:]
+				linalg.Sgemm(false, true, T, T, hd, scale, lc.q[qo:], qd, lc.k[ko:], kd, 0, capped, T)
+			} else {
+				dP = p.workerScratch(wk, T*T)
+			}
 			linalg.Sgemm(false, true, T, T, hd, 1, datt[qo:], qd, lc.v[ko:], kd, 0, dP, T)
 			for r := 0; r < T; r++ {
 				pr, dr := P[r*T:r*T+r+1], dP[r*T:r*T+T]
@@ -202,6 +238,12 @@ func (p *Pass) attentionBack(lc *layerCache, datt, dq, dk, dv []float32) {
 					dr[j] = pv * (dr[j] - dot)
 				}
 				clear(dr[r+1:])
+				if capped != nil {
+					lo := windowStart(r, win)
+					cr := capped[r*T+lo : r*T+r+1]
+					softcap(cr, c.AttnSoftcap)
+					softcapBack(dr[lo:r+1], cr, c.AttnSoftcap)
+				}
 			}
 			linalg.Sgemm(false, false, T, hd, T, scale, dP, T, lc.k[ko:], kd, 0, dq[qo:], qd)
 			linalg.Sgemm(true, false, T, hd, T, scale, dP, T, lc.q[qo:], qd, 1, dk[ko:], kd)
@@ -218,6 +260,7 @@ func (p *Pass) attentionBack(lc *layerCache, datt, dq, dk, dv []float32) {
 type backScratch struct {
 	da, dg, du, dh, datt, dq, dk, dv []float32
 	dqr, dkr                         []float32 // QKNorm: gradients w.r.t. the projections' outputs
+	dsub                             []float32 // SandwichNorm: gradient w.r.t. a sublayer's output before its norm
 }
 
 func (p *Pass) newBackScratch() *backScratch {
@@ -227,6 +270,9 @@ func (p *Pass) newBackScratch() *backScratch {
 		dk: ar.dirty(N * c.KVDim()), dv: ar.dirty(N * c.KVDim())}
 	if c.QKNorm {
 		sc.dqr, sc.dkr = ar.dirty(N*c.QDim()), ar.dirty(N*c.KVDim())
+	}
+	if c.SandwichNorm {
+		sc.dsub = ar.dirty(N * c.Dim)
 	}
 	return sc
 }

@@ -3,7 +3,6 @@ package model
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/trainyard/trainyard/engine/linalg"
 )
@@ -204,7 +203,8 @@ func (w *Weights) extend(ctx context.Context, caches []*Cache, chunks [][]int, l
 }
 
 // attendCache appends this pass's keys/values to every cache and attends each row's query over its cache:
-// the positions before its chunk and those of its chunk up to its own.
+// the positions before its chunk and those of its chunk up to its own (in a local layer, those of its
+// window only: the cache keeps every position, and a decoding step reads the window's).
 func (p *Pass) attendCache(l int, lc *layerCache) {
 	c := p.w.Cfg
 	kd, qd, hd := c.KVDim(), c.QDim(), c.HeadDim
@@ -212,7 +212,7 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 		ca.put(l, ca.Len, lc.k[p.offs[b]*kd:p.offs[b+1]*kd], lc.v[p.offs[b]*kd:p.offs[b+1]*kd])
 	}
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale, win, cp := c.attnScale(), c.window(l), c.AttnSoftcap
 	work := func(wk, i int) {
 		b, kvh := i/c.KVHeads, i%c.KVHeads
 		ca := p.decode[b]
@@ -222,10 +222,16 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 		if T == 1 {
 			// Decoding: the query heads that share a key/value head attend together, one product each with the
 			// cached keys and values, which are then read once per key/value head, not once per query head.
+			lo := windowStart(n-1, win)
+			n -= lo
+			K, V = K[lo*hd:], V[lo*hd:]
 			sc := p.workerScratch(wk, group*n)
 			q := lc.q[r0*qd+kvh*group*hd:]
 			linalg.Sgemm(false, true, group, n, hd, scale, q, hd, K, hd, 0, sc, n)
 			for g := range group {
+				if cp > 0 {
+					softcap(sc[g*n:(g+1)*n], cp)
+				}
 				softmaxCausalRow(sc[g*n:(g+1)*n], n-1)
 			}
 			linalg.Sgemm(false, false, group, hd, n, 1, sc, n, V, hd, 0, lc.att[r0*qd+kvh*group*hd:], hd)
@@ -237,7 +243,12 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 			h := kvh*group + g
 			linalg.Sgemm(false, true, T, n, hd, scale, lc.q[r0*qd+h*hd:], qd, K, hd, 0, sc, n)
 			for t := range T {
-				softmaxCausalRow(sc[t*n:(t+1)*n], ca.Len+t)
+				row, i := sc[t*n:(t+1)*n], ca.Len+t
+				lo := windowStart(i, win)
+				if cp > 0 {
+					softcap(row[lo:i+1], cp)
+				}
+				softmaxWindowRow(row, lo, i)
 			}
 			linalg.Sgemm(false, false, T, hd, n, 1, sc, n, V, hd, 0, lc.att[r0*qd+h*hd:], qd)
 		}

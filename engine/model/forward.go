@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand"
 
 	"github.com/trainyard/trainyard/engine/linalg"
@@ -29,6 +28,7 @@ type layerCache struct {
 	x, h1, q, k, v, att, x2, h2, g, u, a []float32
 	r1, r2                               []float32
 	qraw, kraw, rq, rk                   []float32   // QKNorm: projections before the norm and its 1/rms per head
+	o, d, r3, r4                         []float32   // SandwichNorm: the sublayers' outputs before their norms, 1/rms
 	probs                                [][]float32 // per (sequence, head): [T × T] attention weights
 	lu                                   [NumModules][]float32
 	xd, mask                             [NumModules][]float32 // dropout: dropped input and scaled mask
@@ -93,6 +93,9 @@ func (p *Pass) embed() []float32 {
 			t++
 		}
 	}
+	if s := p.w.Cfg.embedScale(); s != 1 {
+		linalg.Scale(s, x)
+	}
 	return x
 }
 
@@ -120,7 +123,7 @@ func (p *Pass) run(ctx context.Context, x []float32) error {
 	p.xOut = x
 	p.rf = p.opt.Arena.dirty(p.N)
 	p.hf = p.opt.Arena.dirty(p.N * c.Dim)
-	rmsNorm(p.hf, x, p.w.FinalNorm, p.rf, nil, c.Dim, c.NormEps)
+	rmsNormTo(p.hf, x, p.w.FinalNorm, p.rf, nil, c.Dim, c.NormEps, c.normOffset(), false)
 	return nil
 }
 
@@ -133,6 +136,9 @@ func (p *Pass) newLayerCache() *layerCache {
 	if c.QKNorm {
 		lc.qraw, lc.kraw = ar.dirty(N*c.QDim()), ar.dirty(N*c.KVDim())
 		lc.rq, lc.rk = ar.dirty(N*c.Heads), ar.dirty(N*c.KVHeads)
+	}
+	if c.SandwichNorm {
+		lc.o, lc.d, lc.r3, lc.r4 = ar.dirty(N*c.Dim), ar.dirty(N*c.Dim), ar.dirty(N), ar.dirty(N)
 	}
 	if p.lora != nil {
 		for m := 0; m < NumModules; m++ {
@@ -162,38 +168,53 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 		x2 = p.opt.Arena.dirty(len(x))
 		cp1 = x2
 	}
-	rmsNorm(lc.h1, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps)
+	off := c.normOffset()
+	rmsNormTo(lc.h1, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps, off, false)
 	if c.QKNorm {
 		p.linear(l, ModQ, lc, lc.h1, lc.qraw, 0)
 		p.linear(l, ModK, lc, lc.h1, lc.kraw, 0)
-		rmsNorm(lc.q, lc.qraw, ly.QNorm, lc.rq, nil, c.HeadDim, c.NormEps)
-		rmsNorm(lc.k, lc.kraw, ly.KNorm, lc.rk, nil, c.HeadDim, c.NormEps)
+		rmsNormTo(lc.q, lc.qraw, ly.QNorm, lc.rq, nil, c.HeadDim, c.NormEps, off, false)
+		rmsNormTo(lc.k, lc.kraw, ly.KNorm, lc.rk, nil, c.HeadDim, c.NormEps, off, false)
 	} else {
 		p.linear(l, ModQ, lc, lc.h1, lc.q, 0)
 		p.linear(l, ModK, lc, lc.h1, lc.k, 0)
 	}
 	p.linear(l, ModV, lc, lc.h1, lc.v, 0)
-	p.w.rope.applyRows(lc.q, lc.k, c.Heads, c.KVHeads, p.pos, false)
+	p.w.ropeOf(l).applyRows(lc.q, lc.k, c.Heads, c.KVHeads, p.pos, false)
 	if p.opt.OnKV != nil {
 		p.opt.OnKV(l, lc.k, lc.v)
 	}
 	if p.decode != nil {
 		p.attendCache(l, lc)
 	} else {
-		p.attention(lc)
+		p.attention(l, lc)
 	}
-	p.linear(l, ModO, lc, lc.att, x2, 1)
+	if c.SandwichNorm {
+		p.linear(l, ModO, lc, lc.att, lc.o, 0)
+		rmsNormTo(x2, lc.o, ly.PostAttnNorm, lc.r3, nil, c.Dim, c.NormEps, off, true)
+	} else {
+		p.linear(l, ModO, lc, lc.att, x2, 1)
+	}
 	lc.x2 = x2
 	var cp2 []float32
 	if p.opt.Keep {
 		out = p.opt.Arena.dirty(len(x))
 		cp2 = out
 	}
-	rmsNorm(lc.h2, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps)
+	rmsNormTo(lc.h2, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps, off, false)
 	p.linear(l, ModGate, lc, lc.h2, lc.g, 0)
 	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
-	swiglu(lc.a, lc.g, lc.u, c.Hidden)
-	p.linear(l, ModDown, lc, lc.a, out, 1)
+	if c.GeluTanh {
+		geglu(lc.a, lc.g, lc.u, c.Hidden)
+	} else {
+		swiglu(lc.a, lc.g, lc.u, c.Hidden)
+	}
+	if c.SandwichNorm {
+		p.linear(l, ModDown, lc, lc.a, lc.d, 0)
+		rmsNormTo(out, lc.d, ly.PostMLPNorm, lc.r4, nil, c.Dim, c.NormEps, off, true)
+	} else {
+		p.linear(l, ModDown, lc, lc.a, out, 1)
+	}
 	return out
 }
 
@@ -235,9 +256,12 @@ func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 	p.FlopsFwd += int64(2*N*r*in + 2*N*out*r)
 }
 
-// attention computes softmax(q·kᵀ/√d + causal mask)·v per sequence and head into lc.att.
-func (p *Pass) attention(lc *layerCache) {
+// attention computes softmax(cap(s·q·kᵀ) + mask)·v per sequence and head into lc.att, with s the attention
+// scale (1/√d unless configured), cap the optional soft-capping and the mask causal (and, in a local layer,
+// limited to the window).
+func (p *Pass) attention(l int, lc *layerCache) {
 	c := p.w.Cfg
+	win := c.window(l)
 	S := len(p.seqs)
 	if p.opt.Keep {
 		p.allocProbs(lc)
@@ -256,10 +280,13 @@ func (p *Pass) attention(lc *layerCache) {
 			q := lc.q[base*c.QDim()+h*c.HeadDim:]
 			k := lc.k[base*c.KVDim()+kvh*c.HeadDim:]
 			v := lc.v[base*c.KVDim()+kvh*c.HeadDim:]
-			scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-			linalg.Sgemm(false, true, T, T, c.HeadDim, scale, q, c.QDim(), k, c.KVDim(), 0, P, T)
+			linalg.Sgemm(false, true, T, T, c.HeadDim, c.attnScale(), q, c.QDim(), k, c.KVDim(), 0, P, T)
 			for r := 0; r < T; r++ {
-				softmaxCausalRow(P[r*T:(r+1)*T], r)
+				row, lo := P[r*T:(r+1)*T], windowStart(r, win)
+				if c.AttnSoftcap > 0 {
+					softcap(row[lo:r+1], c.AttnSoftcap)
+				}
+				softmaxWindowRow(row, lo, r)
 			}
 			linalg.Sgemm(false, false, T, c.HeadDim, T, 1, P, T, v, c.KVDim(), 0,
 				lc.att[base*c.QDim()+h*c.HeadDim:], c.QDim())

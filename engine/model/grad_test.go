@@ -29,7 +29,22 @@ func archConfigs() map[string]Config {
 	for m := range biased.Bias {
 		biased.Bias[m] = true
 	}
-	return map[string]Config{"llama": tinyConfig(), "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "llama-bias": biased}
+	return map[string]Config{"llama": tinyConfig(), "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "llama-bias": biased,
+		"gemma3": tinyGemma3(false), "gemma3-softcap": tinyGemma3(true)}
+}
+
+// tinyGemma3 is Gemma 3 in small: one KV head, head_dim 8 ≠ dim/heads, every second layer global, a window
+// of 3 positions that testSeqs cross, a linear rope factor on the global layers, an attention scale of its
+// own; with softcap, attention scores and logits soft-capped tightly enough to bend them.
+func tinyGemma3(softcap bool) Config {
+	c := tinyConfig()
+	c.Arch, c.HeadDim, c.KVHeads, c.TiedEmbeddings = "gemma3_text", 8, 1, true
+	c.QKNorm, c.NormPlusOne, c.SandwichNorm, c.EmbedScale, c.GeluTanh = true, true, true, true, true
+	c.QueryScalar, c.SlidingPattern, c.SlidingWindow, c.RopeLocalTheta, c.RopeLinear = 6, 2, 3, 100, 2
+	if softcap {
+		c.AttnSoftcap, c.FinalSoftcap = 1.5, 2.5
+	}
+	return c
 }
 
 // randomModel returns weights with large enough random values that every path carries gradient.
@@ -52,6 +67,10 @@ func randomModel(t *testing.T, cfg Config, seed int64) *Weights {
 		for i := range ly.QNorm {
 			ly.QNorm[i] += 1
 			ly.KNorm[i] += 1
+		}
+		for i := range ly.PostAttnNorm { // (1 + g) gains around 1.5
+			ly.PostAttnNorm[i] += 0.5
+			ly.PostMLPNorm[i] += 0.5
 		}
 	}
 	return w

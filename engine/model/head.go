@@ -18,18 +18,44 @@ func (p *Pass) LogitsInto(out []float32, rows []int) []float32 {
 	out = out[:len(rows)*c.VocabSize]
 	p.w.Output.mulTPass(p.team, p.decode != nil, len(rows), p.gather(rows), 0, out)
 	p.FlopsFwd += int64(2 * len(rows) * c.VocabSize * c.Dim)
+	if c.FinalSoftcap > 0 {
+		finalSoftcap(out, c.FinalSoftcap)
+	}
 	return out
+}
+
+// finalSoftcap caps logits as c·tanh(x/c) = c·(2σ(2x/c) − 1), through the vectorised sigmoid: a row has a
+// vocabulary of them.
+func finalSoftcap(out []float32, c float32) {
+	const chunk = 1 << 14
+	linalg.ParallelRows((len(out)+chunk-1)/chunk, len(out)*8, func(lo, hi int) {
+		x := out[lo*chunk : min(hi*chunk, len(out))]
+		linalg.Scale(2/c, x)
+		linalg.Sigmoid(x, x)
+		for i, s := range x {
+			x[i] = c * (2*s - 1)
+		}
+	})
 }
 
 // AddHeadGrad back-propagates dLogits ([len(rows) × vocab], the loss gradient w.r.t. those rows' logits)
 // through the head: it adds dLogits·Output to the pass's gradient w.r.t. the final hidden states (for
 // BackwardHidden) and, when g.W is set, dLogitsᵀ·h to the output weights' gradient. Rows may repeat across
-// calls; their contributions add up.
+// calls; their contributions add up. With Config.FinalSoftcap, dLogits is w.r.t. the capped logits, and
+// the rows' logits are computed again for the cap's derivative.
 func (p *Pass) AddHeadGrad(rows []int, dLogits []float32, g Grads) {
 	c := p.w.Cfg
 	R, D, V := len(rows), c.Dim, c.VocabSize
 	if R == 0 {
 		return
+	}
+	if c.FinalSoftcap > 0 {
+		capped := p.LogitsInto(make([]float32, R*V), rows)
+		for i, y := range capped {
+			t := y / c.FinalSoftcap
+			capped[i] = dLogits[i] * (1 - t*t)
+		}
+		dLogits = capped
 	}
 	dh := make([]float32, R*D)
 	p.w.Output.Mul(R, dLogits, 0, dh)

@@ -24,6 +24,9 @@ func TrainPassBytes(c Config, rank int, targets [NumModules]bool, dropout bool, 
 	if c.QKNorm { // per layer the queries and keys before their norms and the norms' scales; their gradients
 		perToken += L*(QD+KVD+int64(c.Heads+c.KVHeads)) + QD + KVD
 	}
+	if c.SandwichNorm { // per layer the sublayers' outputs before their norms and the scales; their gradient
+		perToken += L*(2*D+2) + D
+	}
 	var n, sq int64
 	for _, t := range lens {
 		n += int64(t)
@@ -41,12 +44,22 @@ func InferPassBytes(c Config, rank, nTargets, n int) int64 {
 	if c.QKNorm {
 		perToken += QD + KVD + int64(c.Heads+c.KVHeads)
 	}
+	if c.SandwichNorm {
+		perToken += 2*D + 2
+	}
 	return 4 * int64(n) * perToken
 }
 
-// RopeBytes is the memory of the rotary table weights of config c hold besides their parameters (cos and
-// sin of every position and frequency): Config.WeightBytes + RopeBytes is what loading a base takes.
-func RopeBytes(c Config) int64 { return 4 * int64(c.MaxSeqLen) * int64(c.HeadDim) }
+// RopeBytes is the memory of the rotary tables weights of config c hold besides their parameters (cos and
+// sin of every position and frequency; a second table for local layers): Config.WeightBytes + RopeBytes is
+// what loading a base takes.
+func RopeBytes(c Config) int64 {
+	n := 4 * int64(c.MaxSeqLen) * int64(c.HeadDim)
+	if c.SlidingPattern > 0 {
+		n *= 2
+	}
+	return n
+}
 
 // MemoryBytes is the memory of the weights and the rotary table.
 func (w *Weights) MemoryBytes() int64 { return w.Bytes() + RopeBytes(w.Cfg) }

@@ -11,7 +11,7 @@ import (
 func TestTrainPassBytes(t *testing.T) {
 	qk := tinyConfig()
 	qk.QKNorm, qk.Bias = true, [NumModules]bool{ModQ: true, ModK: true, ModV: true}
-	for _, cfg := range []Config{tinyConfig(), qk} {
+	for _, cfg := range []Config{tinyConfig(), qk, tinyGemma3(true)} {
 		w := randomModel(t, cfg, 1)
 		ctx := context.Background()
 		lens := make([]int, len(testSeqs))
@@ -53,11 +53,11 @@ func TestTrainPassBytes(t *testing.T) {
 }
 
 // TestWeightBytes: the memory of weights computed from a config (Config.WeightBytes and the rotary table)
-// matches the weights', float32 and bf16, tied and untied, with biases and q/k norms.
+// matches the weights', float32 and bf16, tied and untied, with biases and q/k norms, and Gemma 3's.
 func TestWeightBytes(t *testing.T) {
 	qk := tinyConfig()
 	qk.QKNorm, qk.Bias, qk.TiedEmbeddings = true, [NumModules]bool{ModQ: true, ModK: true, ModV: true}, true
-	for _, cfg := range []Config{tinyConfig(), qk} {
+	for _, cfg := range []Config{tinyConfig(), qk, tinyGemma3(false)} {
 		for _, dt := range []DType{F32, BF16} {
 			w, err := NewRandomWeights(cfg, dt, 1)
 			if err != nil {

@@ -39,6 +39,11 @@ func ropeInvFreq(c Config) []float64 {
 	for i := range inv {
 		inv[i] = math.Pow(c.RopeTheta, -2*float64(i)/float64(c.HeadDim))
 	}
+	if c.RopeLinear > 0 {
+		for i := range inv {
+			inv[i] /= c.RopeLinear
+		}
+	}
 	s := c.Rope3
 	if s.Factor == 0 {
 		return inv
@@ -98,6 +103,12 @@ func (t *ropeTable) apply(row []float32, heads, pos int, inverse bool) {
 // rmsNorm writes y = x·r·g per row with r = 1/sqrt(mean(x²)+eps) and records r per row. When cp is not nil
 // it also receives a copy of x (the residual stream the next sublayer adds into), while the row is in cache.
 func rmsNorm(y, x, g, r, cp []float32, dim int, eps float32) {
+	rmsNormTo(y, x, g, r, cp, dim, eps, 0, false)
+}
+
+// rmsNormTo is rmsNorm with the gains taken as off + g (Gemma's 1 + g), and with add the normed rows added
+// to y instead of written (a sublayer's output normed into the residual stream).
+func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	g = g[:dim]
 	linalg.ParallelRows(len(r), len(r)*dim*3, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
@@ -105,8 +116,19 @@ func rmsNorm(y, x, g, r, cp []float32, dim int, eps float32) {
 			inv := float32(1 / math.Sqrt(float64(linalg.Dot(xr, xr)/float32(dim)+eps)))
 			r[t] = inv
 			yr := y[t*dim : t*dim+dim]
-			for i, v := range g {
-				yr[i] = xr[i] * inv * v
+			switch {
+			case off == 0 && !add:
+				for i, v := range g {
+					yr[i] = xr[i] * inv * v
+				}
+			case add:
+				for i, v := range g {
+					yr[i] += xr[i] * inv * (off + v)
+				}
+			default:
+				for i, v := range g {
+					yr[i] = xr[i] * inv * (off + v)
+				}
 			}
 			if cp != nil {
 				copy(cp[t*dim:t*dim+dim], xr)
@@ -115,17 +137,23 @@ func rmsNorm(y, x, g, r, cp []float32, dim int, eps float32) {
 	})
 }
 
-// rmsNormBack adds to dx the gradient through y = x·r·g given dy, and to dg (when non-nil) Σ dy·x·r:
-// dx = r·(dy·g) − x·r³·mean((dy·g)·x).
-func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int) {
+// rmsNormBack adds to dx the gradient through y = x·r·(off+g) given dy, and to dg (when non-nil)
+// Σ dy·x·r: dx = r·(dy·g') − x·r³·mean((dy·g')·x) with g' = off + g.
+func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int, off float32) {
 	g = g[:dim]
 	N := len(r)
 	linalg.ParallelRows(N, N*dim*6, func(lo, hi int) {
 		dyg := make([]float32, dim)
 		for t := lo; t < hi; t++ {
 			xr, dyr, dxr := x[t*dim:t*dim+dim], dy[t*dim:t*dim+dim], dx[t*dim:t*dim+dim]
-			for i, v := range g {
-				dyg[i] = dyr[i] * v
+			if off == 0 {
+				for i, v := range g {
+					dyg[i] = dyr[i] * v
+				}
+			} else {
+				for i, v := range g {
+					dyg[i] = dyr[i] * (off + v)
+				}
 			}
 			inv := r[t]
 			c := inv * inv * inv * linalg.Dot(dyg, xr) / float32(dim)
@@ -185,4 +213,78 @@ func swigluBack(dg, du, da, g, u []float32, w int) {
 func softmaxCausalRow(row []float32, i int) {
 	linalg.Softmax(row[:i+1])
 	clear(row[i+1:])
+}
+
+// softmaxWindowRow turns row[lo..=i] into probabilities in place and zeroes the rest of row.
+func softmaxWindowRow(row []float32, lo, i int) {
+	clear(row[:lo])
+	softmaxCausalRow(row[lo:], i-lo)
+}
+
+// windowStart is the first position a query at position i attends to with a window of w positions (0:
+// unlimited): j with i − j < w, as transformers masks Gemma's sliding layers.
+func windowStart(i, w int) int {
+	if w <= 0 {
+		return 0
+	}
+	return max(0, i-w+1)
+}
+
+// softcap replaces x by c·tanh(x/c) in place.
+func softcap(x []float32, c float32) {
+	for i, v := range x {
+		x[i] = c * float32(math.Tanh(float64(v/c)))
+	}
+}
+
+// softcapBack multiplies the gradients d w.r.t. capped values y = c·tanh(x/c) by dy/dx = 1 − (y/c)².
+func softcapBack(d, y []float32, c float32) {
+	for i, v := range y {
+		t := v / c
+		d[i] *= 1 - t*t
+	}
+}
+
+// gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))) = x·σ(2z) with z the tanh's argument (so the
+// vectorised sigmoid serves it as it serves SiLU).
+const (
+	geluC = 0.7978845608028654 // √(2/π)
+	geluA = 0.044715
+)
+
+// geglu writes a = gelu_tanh(g)·u over rows of width w (σ(2z) computed into a first).
+func geglu(a, g, u []float32, w int) {
+	rows := len(g) / w
+	linalg.ParallelRows(rows, len(g)*12, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
+			for i, x := range gr {
+				ar[i] = 2 * geluC * (x + geluA*x*x*x)
+			}
+			linalg.Sigmoid(ar, ar)
+			for i, x := range gr {
+				ar[i] *= x * ur[i]
+			}
+		}
+	})
+}
+
+// gegluBack writes dg and du from da over rows of width w: with s = σ(2z),
+// d gelu_tanh(x)/dx = s + 2x·s·(1 − s)·√(2/π)·(1 + 3·0.044715x²) (s staged in dg).
+func gegluBack(dg, du, da, g, u []float32, w int) {
+	rows := len(g) / w
+	linalg.ParallelRows(rows, len(g)*16, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			dgr, dur, dar, gr, ur := dg[t*w:t*w+w], du[t*w:t*w+w], da[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
+			for i, x := range gr {
+				dgr[i] = 2 * geluC * (x + geluA*x*x*x)
+			}
+			linalg.Sigmoid(dgr, dgr)
+			for i, x := range gr {
+				s := dgr[i]
+				dur[i] = dar[i] * x * s
+				dgr[i] = dar[i] * ur[i] * (s + 2*x*s*(1-s)*geluC*(1+3*geluA*x*x))
+			}
+		}
+	})
 }

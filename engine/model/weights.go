@@ -14,6 +14,8 @@ type Layer struct {
 	Bias     [NumModules][]float32 // [out], for the projections Config.Bias marks (nil otherwise)
 	QNorm    []float32             // [headDim] gains of the per-head query and key norms (Config.QKNorm)
 	KNorm    []float32
+	// PostAttnNorm and PostMLPNorm norm the sublayers' outputs (Config.SandwichNorm; nil otherwise).
+	PostAttnNorm, PostMLPNorm []float32
 }
 
 // Weights are the model's parameters. With tied embeddings Output aliases Embed. The matrices are float32 or
@@ -25,6 +27,15 @@ type Weights struct {
 	FinalNorm []float32
 	Output    Mat // [vocab × dim]
 	rope      *ropeTable
+	ropeLocal *ropeTable // local layers' (Config.SlidingPattern), nil otherwise
+}
+
+// ropeOf is the rotary table of layer l.
+func (w *Weights) ropeOf(l int) *ropeTable {
+	if w.Cfg.Local(l) {
+		return w.ropeLocal
+	}
+	return w.rope
 }
 
 // NewWeights allocates zeroed float32 weights (norm gains zero too; see Init) for cfg: the storage for
@@ -54,6 +65,10 @@ func newWeights(cfg Config, dtype DType) (*Weights, error) {
 			w.Layers[l].QNorm = make([]float32, cfg.HeadDim)
 			w.Layers[l].KNorm = make([]float32, cfg.HeadDim)
 		}
+		if cfg.SandwichNorm {
+			w.Layers[l].PostAttnNorm = make([]float32, cfg.Dim)
+			w.Layers[l].PostMLPNorm = make([]float32, cfg.Dim)
+		}
 	}
 	if cfg.TiedEmbeddings {
 		w.Output = w.Embed
@@ -61,6 +76,9 @@ func newWeights(cfg Config, dtype DType) (*Weights, error) {
 		w.Output = newMat(cfg.VocabSize, cfg.Dim, dtype)
 	}
 	w.rope = newRopeTable(cfg)
+	if cfg.SlidingPattern > 0 {
+		w.ropeLocal = newRopeTable(cfg.localRope())
+	}
 	return w, nil
 }
 
@@ -108,6 +126,10 @@ func (w *Weights) Init(seed int64) {
 		}
 	}
 	ones := func(x []float32) {
+		if w.Cfg.NormPlusOne {
+			clear(x)
+			return
+		}
 		for i := range x {
 			x[i] = 1
 		}
@@ -118,6 +140,8 @@ func (w *Weights) Init(seed int64) {
 		ones(w.Layers[l].MLPNorm)
 		ones(w.Layers[l].QNorm)
 		ones(w.Layers[l].KNorm)
+		ones(w.Layers[l].PostAttnNorm)
+		ones(w.Layers[l].PostMLPNorm)
 		for m := range w.Layers[l].Bias {
 			clear(w.Layers[l].Bias[m])
 		}
@@ -156,7 +180,14 @@ func (w *Weights) Tensors() []Tensor {
 	for l := range w.Layers {
 		ly := &w.Layers[l]
 		p := fmt.Sprintf("model.layers.%d.", l)
-		ts = append(ts, vec(p+"input_layernorm.weight", ly.AttnNorm), vec(p+"post_attention_layernorm.weight", ly.MLPNorm))
+		if c.SandwichNorm { // Gemma: post_attention_layernorm norms the attention's output
+			ts = append(ts, vec(p+"input_layernorm.weight", ly.AttnNorm),
+				vec(p+"post_attention_layernorm.weight", ly.PostAttnNorm),
+				vec(p+"pre_feedforward_layernorm.weight", ly.MLPNorm),
+				vec(p+"post_feedforward_layernorm.weight", ly.PostMLPNorm))
+		} else {
+			ts = append(ts, vec(p+"input_layernorm.weight", ly.AttnNorm), vec(p+"post_attention_layernorm.weight", ly.MLPNorm))
+		}
 		for m := 0; m < NumModules; m++ {
 			ts = append(ts, mat(p+modulePath(m)+".weight", &ly.W[m]))
 			if c.Bias[m] {
