@@ -21,6 +21,7 @@ import (
 
 	"github.com/trainyard/trainyard/engine/linalg"
 	"github.com/trainyard/trainyard/internal/roofline"
+	"github.com/trainyard/trainyard/internal/torchenv"
 )
 
 type options struct {
@@ -140,7 +141,7 @@ func run(o options) error {
 	}
 	torch := "(not run)"
 	if !o.noTorch {
-		torch = torchVersion(o.python)
+		torch = torchenv.Version(o.python)
 		for i := range sums {
 			s := &sums[i]
 			sh, _ := findShape(s.shape)

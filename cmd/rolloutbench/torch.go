@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
+
+	"github.com/trainyard/trainyard/internal/torchenv"
 )
 
 // torchResult is torch_bench.py's measurement of `--work rollouts`: G prompts prefilled once, their keys
@@ -27,7 +28,7 @@ func runTorch(python, script string, sh shape, threads int, g groupSpec, promptL
 		"--n", fmt.Sprint(g.n), "--prompt", fmt.Sprint(promptLen), "--decode", fmt.Sprint(tokens),
 		"--threads", fmt.Sprint(threads)}
 	cmd := exec.Command(python, args...)
-	cmd.Env = torchEnv(os.Environ(), threads)
+	cmd.Env = torchenv.Env(os.Environ(), threads)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -38,30 +39,6 @@ func runTorch(python, script string, sh shape, threads int, g groupSpec, promptL
 		return r, fmt.Errorf("%s: output %q: %w", script, stdout.String(), err)
 	}
 	return r, nil
-}
-
-// torchEnv is env with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_NUM_THREADS=threads, unless env sets them.
-// Debian's torch runs its element-wise operations on OpenMP's threads and its products on OpenBLAS's own;
-// OpenMP's threads spin after each parallel region and take the cores from OpenBLAS's: on 2 cores the
-// layers of a decoding step of the 135M shape at batch 4 took 120–340 ms instead of 50–60.
-func torchEnv(env []string, threads int) []string {
-	set := map[string]string{"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": fmt.Sprint(threads)}
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		delete(set, name)
-	}
-	for name, v := range set {
-		env = append(env, name+"="+v)
-	}
-	return env
-}
-
-func torchVersion(python string) string {
-	out, err := exec.Command(python, "-c", "import torch; print(torch.__version__)").Output()
-	if err != nil {
-		return "(torch not importable: " + err.Error() + ")"
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // checkTorch fails early, before the engine's runs, when the script or torch is missing.

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/trainyard/trainyard/engine"
-	"github.com/trainyard/trainyard/engine/linalg"
 	"github.com/trainyard/trainyard/engine/model"
 )
 
@@ -79,7 +78,9 @@ func main() {
 	)
 	flag.Parse()
 	if *compare {
-		if err := runCompare(*python, *threads, *seqs, *seqLen, *trainable, *prompt, *decode, *torchSeqs, *only); err != nil {
+		o := compareOptions{python: *python, threads: *threads, seqs: *seqs, seqLen: *seqLen, trainable: *trainable,
+			prompt: *prompt, decode: *decode, torchSeqs: *torchSeqs, only: *only}
+		if err := runCompare(o); err != nil {
 			fmt.Fprintln(os.Stderr, "enginebench:", err)
 			os.Exit(1)
 		}
@@ -252,9 +253,11 @@ func argmax(x []float32) int {
 	return best
 }
 
-// child runs one workload in a process of its own and returns its results with the process's peak RSS.
-func child(name string, args ...string) ([]result, error) {
+// child runs one workload in a process of its own with environment env and returns its results with the
+// process's peak RSS.
+func child(env []string, name string, args ...string) ([]result, error) {
 	cmd := exec.Command(name, args...)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -276,89 +279,9 @@ func child(name string, args ...string) ([]result, error) {
 	return out, nil
 }
 
-func runCompare(python string, threads, seqs, seqLen, trainable, prompt, decode int, torchSeqs, only string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	script, err := os.CreateTemp("", "torch_bench-*.py")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(script.Name())
-	if _, err := script.Write(torchScript); err != nil {
-		return err
-	}
-	if err := script.Close(); err != nil {
-		return err
-	}
-	fewer := map[string]int{}
-	for _, kv := range strings.Split(torchSeqs, ",") {
-		if name, n, ok := strings.Cut(kv, "="); ok {
-			var v int
-			if _, err := fmt.Sscan(n, &v); err != nil || v <= 0 {
-				return fmt.Errorf("-torch-seqs %q: %q is not a count", torchSeqs, n)
-			}
-			fewer[strings.ToLower(name)] = v
-		}
-	}
-	fmt.Printf("enginebench: engine (%s kernels, bfloat16 base, GOMAXPROCS=%d) vs PyTorch %s (float32, %d threads), random weights\n",
-		linalg.Backend(), threads, torchVersion(python), threads)
-	fmt.Println()
-	fmt.Println("| shape | work | engine tokens/s | PyTorch tokens/s | engine / PyTorch | engine peak RSS | PyTorch peak RSS |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
-	for _, sh := range shapes {
-		if only != "" && !containsFold(strings.Split(only, ","), sh.name) {
-			continue
-		}
-		tseqs := seqs
-		if n, ok := fewer[strings.ToLower(sh.name)]; ok && n < seqs {
-			tseqs = n
-		}
-		for _, work := range []string{"rl", "sft", "infer"} {
-			eargs := []string{"-shape", sh.name, "-work", work, "-seqs", fmt.Sprint(seqs), "-len", fmt.Sprint(seqLen),
-				"-trainable", fmt.Sprint(trainable), "-prompt", fmt.Sprint(prompt), "-decode", fmt.Sprint(decode)}
-			eng, err := childEnv(threads, self, eargs...)
-			if err != nil {
-				return err
-			}
-			targs := []string{script.Name(), "--config", sh.config, "--work", work, "--seqs", fmt.Sprint(tseqs),
-				"--len", fmt.Sprint(seqLen), "--trainable", fmt.Sprint(trainable), "--prompt", fmt.Sprint(prompt),
-				"--decode", fmt.Sprint(decode), "--threads", fmt.Sprint(threads)}
-			tor, err := child(python, targs...)
-			if err != nil {
-				return err
-			}
-			if len(eng) != len(tor) {
-				return fmt.Errorf("%s %s: engine gave %d results, PyTorch %d", sh.name, work, len(eng), len(tor))
-			}
-			for i, e := range eng {
-				t := tor[i]
-				label := map[string]string{"rl": "RL step", "sft": "SFT step", "prefill": "prefill", "decode": "decode"}[e.Work]
-				switch {
-				case e.Seqs > 0 && e.Seqs == t.Seqs:
-					label += fmt.Sprintf(", %d × %d", e.Seqs, seqLen)
-				case e.Seqs > 0:
-					label += fmt.Sprintf(", %d × %d (PyTorch %d × %d)", e.Seqs, seqLen, t.Seqs, seqLen)
-				case e.Work == "prefill":
-					label += fmt.Sprintf(", %d tokens", e.Tokens)
-				default:
-					label += fmt.Sprintf(", batch %d", e.Batch)
-				}
-				et, tt := float64(e.Tokens)/e.Seconds, float64(t.Tokens)/t.Seconds
-				fmt.Printf("| %s | %s | %.0f | %.0f | %.2f× | %s | %s |\n", sh.name, label, et, tt, et/tt, gib(e.rss), gib(t.rss))
-			}
-		}
-	}
-	fmt.Println()
-	fmt.Println("Peak RSS: each workload is its own process (model build, warm-up, measured step); the prefill and decode rows share one.")
-	return nil
-}
-
 // childEnv runs this binary as a child with GOMAXPROCS set to the thread count.
 func childEnv(threads int, name string, args ...string) ([]result, error) {
-	os.Setenv("GOMAXPROCS", fmt.Sprint(threads))
-	return child(name, args...)
+	return child(append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", threads)), name, args...)
 }
 
 func containsFold(list []string, s string) bool {
@@ -368,14 +291,6 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func torchVersion(python string) string {
-	out, err := exec.Command(python, "-c", "import torch; print(torch.__version__)").Output()
-	if err != nil {
-		return "(torch not importable: " + err.Error() + ")"
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GB", float64(b)/1e9) }

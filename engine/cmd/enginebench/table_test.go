@@ -1,0 +1,41 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/trainyard/trainyard/internal/roofline"
+)
+
+func TestRowsComparedWithTheirPeak(t *testing.T) {
+	t.Parallel()
+	tb := table{m: roofline.Machine{FMAPeak: 100e9, DotPeak: 200e9, Bandwidth: 10e9}, dot: true}
+	c := roofline.Cost{FLOPs: 50e9, Bytes: 1e9}
+	cases := []struct {
+		r          result
+		flops, lim string
+	}{
+		// Training: float32 products, compute-bound (0.5 s at peak against 0.1 s of reading).
+		{result{System: "engine", Work: "rl", Seconds: 1}, "50 (50% of fp32)", "50% (compute)"},
+		// Batched decoding in the engine takes bfloat16 dot products: half the time at peak.
+		{result{System: "engine", Work: "decode", Batch: 8, Seconds: 1}, "50 (25% of bf16)", "25% (compute)"},
+		{result{System: "engine", Work: "decode", Batch: 1, Seconds: 1}, "50 (50% of fp32)", "50% (compute)"},
+		{result{System: "pytorch", Work: "decode", Batch: 8, Seconds: 2}, "25 (25% of fp32)", "25% (compute)"},
+	}
+	for _, tc := range cases {
+		if got := tb.flopsCell(tc.r, c); got != tc.flops {
+			t.Errorf("%+v: GFLOP/s cell %q, want %q", tc.r, got, tc.flops)
+		}
+		if got := tb.boundCell(tc.r, c); got != tc.lim {
+			t.Errorf("%+v: roofline cell %q, want %q", tc.r, got, tc.lim)
+		}
+	}
+	// Reading 10 GB at 10 GB/s outlasts the FLOPs: the memory sets the bound.
+	if got := tb.boundCell(result{System: "engine", Work: "decode", Batch: 1, Seconds: 4}, roofline.Cost{FLOPs: 1e9, Bytes: 10e9}); got != "25% (memory)" {
+		t.Errorf("memory-bound cell %q", got)
+	}
+	// Without bfloat16 dot products every row is compared with the float32 peak.
+	tb.dot = false
+	if _, name := tb.peak(result{System: "engine", Work: "decode", Batch: 8}); name != "fp32" {
+		t.Errorf("batched decoding without dot products compared with %s", name)
+	}
+}
