@@ -45,22 +45,34 @@ type Training struct {
 	Turns    []Turn
 }
 
-// defaultEndMarkers close assistant turns in the common template families; the config's eos_token is
-// tried too.
+// defaultEndMarkers close assistant turns in the common template families (<|return|> and <|call|> are
+// gpt-oss's); the config's eos_token is tried too.
 var defaultEndMarkers = []string{"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>",
-	"<|endoftext|>", "<|end_of_text|>", "</s>"}
+	"<|endoftext|>", "<|end_of_text|>", "</s>", "<|return|>", "<|call|>"}
 
 // RenderTraining renders a complete conversation (no generation prompt, whatever req says) and marks the
 // output of every assistant message flagged Trainable: its content, reasoning and tool calls as the
 // template writes them and its end-of-turn marker, but not its header nor what follows the marker.
 //
-// Each trainable turn i is first rendered as the model saw it: the prompt is Render(messages[:i]) with
-// the generation prompt, and the turn is what Render(messages[:i+1]) adds to it (the generated text and
-// the end marker, then whitespace). The turn is then found in the full rendering, either exactly as
-// generated or, for templates that rewrite earlier turns, as a header that begins the generation
-// prompt followed by an end of the generated text and the same marker (Qwen3 keeps only the answer of
-// turns before the last user message, and drops the empty <think></think> of turns that are not last).
-// Anything else is ErrMask.
+// Nothing is assumed about how a template frames a turn; each trainable turn i is read off renderings of
+// prefixes of the conversation, as the model met them:
+//   - the prompt is Render(messages[:i]) with the generation prompt, which is what the model was sampled
+//     from, and Render(messages[:i+1]) must continue it: what it adds is the turn, then whatever the
+//     template writes after a last message (a newline, or a generation prompt it always appends);
+//   - the same prefix ending in a bare assistant message whose content is a sentinel character shows what
+//     the template writes after a turn's content: the longest common ending of the two renderings is that
+//     closing text (or its end, when a turn with tool calls closes differently), so the turn's own text is
+//     what comes before it, whether the template trims it, adds nothing after it or always appends a
+//     generation prompt;
+//   - the end-of-turn marker is the first stop marker (<|im_end|>, <|eot_id|>, eos_token, ...) that ends
+//     inside that closing text, as sampling stops at the first stop token; a template that closes turns
+//     with a newline or nothing has no marker, and the turn is its text alone.
+//
+// The turn is then found in the full rendering, either exactly as generated or, for templates that
+// rewrite earlier turns, as a header that begins the generation prompt followed by an end of the
+// generated text and the same marker (Qwen3 keeps only the answer of turns before the last user
+// message, and drops the empty <think></think> of turns that are not last). Anything else is ErrMask,
+// naming what the template does that keeps the turn from being located.
 func (t *Template) RenderTraining(req Request) (*Training, error) {
 	msgs, err := messageValues(req.Messages)
 	if err != nil {
@@ -101,14 +113,21 @@ func (t *Template) RenderTraining(req Request) (*Training, error) {
 		if err != nil {
 			return nil, fmt.Errorf("message %d: rendering the conversation through it: %w", i, err)
 		}
-		if !strings.HasPrefix(prompt, before) || !strings.HasPrefix(through, prompt) {
-			return nil, fmt.Errorf("%w: message %d: the template does not render it as a continuation of its generation prompt", ErrMask, i)
+		if !strings.HasPrefix(prompt, before) {
+			return nil, fmt.Errorf("%w: message %d: the template's generation prompt rewrites the conversation before it instead of following it", ErrMask, i)
+		}
+		if !strings.HasPrefix(through, prompt) {
+			return nil, fmt.Errorf("%w: message %d: the template writes an assistant turn that ends the conversation differently from its generation prompt %q", ErrMask, i, prompt[len(before):])
+		}
+		bare, err := t.render(append(msgs[:i:i], dict("role", "assistant", "content", probeContent)), tools, false, req.Kwargs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: message %d: the template refuses a plain assistant message in its place: %v", ErrMask, i, err)
+		}
+		generated, end, err := splitTurn(through[len(prompt):], bare, prompt, markers)
+		if err != nil {
+			return nil, fmt.Errorf("%w: message %d: %v", ErrMask, i, err)
 		}
 		header := prompt[len(before):]
-		generated, end, ok := splitEnd(through[len(prompt):], markers)
-		if !ok {
-			return nil, fmt.Errorf("%w: message %d: no end-of-turn marker (tried %s) closes it", ErrMask, i, strings.Join(markers, " "))
-		}
 		start, err := turnStart(full, before, prevTurn, pos)
 		if err != nil {
 			return nil, fmt.Errorf("%w: message %d: %v", ErrMask, i, err)
@@ -157,16 +176,50 @@ func (t *Template) endMarkers() []string {
 	return markers
 }
 
-// splitEnd splits a rendered turn into the generated text and the end marker; only whitespace (the
-// newline between turns) may follow the marker.
-func splitEnd(turn string, markers []string) (generated, end string, ok bool) {
-	core := strings.TrimRight(turn, " \t\r\n")
+// splitTurn splits rest, what a conversation ending in the turn adds to the turn's prompt, into the
+// generated text and its end-of-turn marker. bare is the same conversation with a plain assistant message
+// whose content is probeContent in the turn's place: what follows the probe there is the template's
+// closing text, and the turn's text ends where rest stops sharing its ending with it.
+func splitTurn(rest, bare, prompt string, markers []string) (generated, end string, err error) {
+	if !strings.HasPrefix(bare, prompt) {
+		return "", "", fmt.Errorf("the template writes a plain assistant message after this prompt differently from the turn (it depends on the message's content or tool calls)")
+	}
+	at := strings.Index(bare[len(prompt):], probeContent)
+	if at < 0 {
+		return "", "", fmt.Errorf("the template does not write the content of an assistant message at the end of a conversation")
+	}
+	closing := bare[len(prompt)+at+len(probeContent):]
+	d := len(rest) - commonSuffix(rest, closing) // rest[:d] is the turn's own text
+	// The turn ends with the first stop marker that ends inside the closing text (one the template
+	// writes, not one the turn's content happens to hold), as sampling stops at the first stop token;
+	// whatever the closing writes before that marker is generated too.
+	first := -1
 	for _, m := range markers {
-		if strings.HasSuffix(core, m) {
-			return core[:len(core)-len(m)], m, true
+		from := max(0, d-len(m)+1)
+		if k := strings.Index(rest[from:], m); k >= 0 && (first < 0 || from+k < first) {
+			first, end = from+k, m
 		}
 	}
-	return "", "", false
+	if first >= 0 {
+		return rest[:first], end, nil
+	}
+	// No marker (a template that ends turns with a newline or nothing, or with a marker only after tool
+	// calls, which a plain message's closing does not share): the turn is its own text.
+	own := rest[:d]
+	for _, m := range markers {
+		if strings.HasSuffix(own, m) {
+			return own[:len(own)-len(m)], m, nil
+		}
+	}
+	return own, "", nil
+}
+
+func commonSuffix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
 }
 
 // turnStart finds where the turn's header begins in full: right after the conversation before it when
@@ -221,14 +274,4 @@ func locateTurn(full string, start int, header, generated, end string, probeHead
 		return 0, "", fmt.Errorf("its end-of-turn marker also occurs inside its text, so where it ends is ambiguous")
 	}
 	return len(bare), body[:at], nil
-}
-
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }

@@ -3,21 +3,34 @@ package hftemplate
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/trainyard/trainyard/engine/chat"
 )
 
-// turnFrame is what must surround every trainable turn of a family: the header before its output and
-// what may follow its end marker.
-var turnFrame = map[string]struct{ header, end, after string }{
-	"qwen3":    {"<|im_start|>assistant\n", "<|im_end|>", "\n"},
-	"qwen2.5":  {"<|im_start|>assistant\n", "<|im_end|>", "\n"},
-	"smollm2":  {"<|im_start|>assistant\n", "<|im_end|>", "\n"},
-	"llama3.1": {"<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", "<|start_header_id|>"},
-	"llama3.2": {"<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", "<|start_header_id|>"},
+// turnFrame is what must surround every trainable turn of a family: a header before its output (one of
+// headers) and what may follow its end marker (one of after).
+type turnFrame struct {
+	headers []string
+	end     string
+	after   []string
 }
+
+var (
+	chatMLFrame = turnFrame{[]string{"<|im_start|>assistant\n"}, "<|im_end|>", []string{"\n"}}
+	llama3Frame = turnFrame{[]string{"<|start_header_id|>assistant<|end_header_id|>\n\n"}, "<|eot_id|>", []string{"<|start_header_id|>"}}
+	turnFrames  = map[string]turnFrame{
+		"qwen3": chatMLFrame, "qwen2.5": chatMLFrame, "smollm2": chatMLFrame,
+		"llama3.1": llama3Frame, "llama3.2": llama3Frame, "llama3": llama3Frame, "llama3-guarded": llama3Frame,
+		"gemma3": {[]string{"<start_of_turn>model\n"}, "<end_of_turn>", []string{"\n"}},
+		// DeepSeek V3 writes the answer after tool outputs without an assistant header, and every tool
+		// output but the conversation's first on a new line.
+		"deepseek-v3": {[]string{"<｜Assistant｜>", "<｜tool▁outputs▁end｜>"}, "<｜end▁of▁sentence｜>",
+			[]string{"<｜User｜>", "<｜Assistant｜>", "<｜tool▁outputs▁begin｜>", "\n<｜tool▁output▁begin｜>"}},
+	}
+)
 
 // TestTrainingCorpus marks every assistant turn of every corpus conversation trainable and checks the
 // segments: they rebuild the plain rendering, each turn sits right after its header and ends with the
@@ -27,7 +40,10 @@ func TestTrainingCorpus(t *testing.T) {
 	for _, model := range parityModels {
 		t.Run(model, func(t *testing.T) {
 			tpl := loadModel(t, model)
-			frame := turnFrame[model]
+			frame, ok := turnFrames[model]
+			if !ok {
+				t.Fatalf("no turn frame for %s", model)
+			}
 			turns, rewritten, refused := 0, 0, 0
 			for _, c := range corpus {
 				req := c.request(t)
@@ -52,7 +68,7 @@ func TestTrainingCorpus(t *testing.T) {
 					t.Errorf("%s: %v", c.Name, terr)
 					continue
 				}
-				checkSegments(t, c.Name, tr, want, frame.header, frame.end, frame.after)
+				checkSegments(t, c.Name, tr, want, frame)
 				for _, turn := range tr.Turns {
 					turns++
 					if !turn.AsGenerated {
@@ -94,7 +110,7 @@ func countAssistant(msgs []chat.Message) int {
 }
 
 // checkSegments checks a training rendering against the plain one and the family's turn frame.
-func checkSegments(t *testing.T, name string, tr *Training, want, header, end, after string) {
+func checkSegments(t *testing.T, name string, tr *Training, want string, frame turnFrame) {
 	t.Helper()
 	var all strings.Builder
 	for _, s := range tr.Segments {
@@ -108,14 +124,16 @@ func checkSegments(t *testing.T, name string, tr *Training, want, header, end, a
 		if s.Trainable && k+1 < len(tr.Segments) && tr.Segments[k+1].Trainable {
 			tu := tr.Turns[turn]
 			turn++
-			if s.Text != tu.Rendered || tr.Segments[k+1].Text != tu.End || tu.End != end {
+			if s.Text != tu.Rendered || tr.Segments[k+1].Text != tu.End || tu.End != frame.end {
 				t.Errorf("%s: turn %d segments %q+%q, turn %+v", name, tu.Message, s.Text, tr.Segments[k+1].Text, tu)
 			}
-			if !strings.HasSuffix(want[:offset], header) && !strings.HasSuffix(want[:offset], header+"<think>\n\n</think>\n\n") {
+			if !slices.ContainsFunc(frame.headers, func(h string) bool {
+				return strings.HasSuffix(want[:offset], h) || strings.HasSuffix(want[:offset], h+"<think>\n\n</think>\n\n")
+			}) {
 				t.Errorf("%s: turn %d does not follow its header: %q", name, tu.Message, want[max(0, offset-60):offset])
 			}
-			rest := want[offset+len(s.Text)+len(end):]
-			if rest != "" && !strings.HasPrefix(rest, after) {
+			rest := want[offset+len(s.Text)+len(frame.end):]
+			if rest != "" && !slices.ContainsFunc(frame.after, func(a string) bool { return strings.HasPrefix(rest, a) }) {
 				t.Errorf("%s: turn %d is followed by %q", name, tu.Message, rest[:min(len(rest), 40)])
 			}
 			if s.Message != tu.Message || tr.Segments[k+1].Message != tu.Message {
@@ -185,7 +203,7 @@ func TestTrainingQwen3Rewrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSegments(t, c.name, tr, want, "<|im_start|>assistant\n", "<|im_end|>", "\n")
+			checkSegments(t, c.name, tr, want, chatMLFrame)
 			if len(tr.Turns) != len(c.want) {
 				t.Fatalf("turns %+v", tr.Turns)
 			}

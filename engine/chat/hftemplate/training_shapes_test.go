@@ -1,0 +1,140 @@
+package hftemplate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainyard/trainyard/engine/chat"
+)
+
+// TestTrainingTemplateShapes locates trainable turns in templates that frame turns in the ways real ones
+// do, none of which the turn marking may depend on: trimming content and always appending the generation
+// prompt (Meta-Llama-3-8B-Instruct's original template), a default system prompt with the date, a turn
+// closed by a newline or by nothing, and a marker after tool calls that plain answers do not end with.
+func TestTrainingTemplateShapes(t *testing.T) {
+	call := chat.ToolCall{ID: "c1", Name: "get_weather", Arguments: `{"city": "Oslo"}`}
+	cases := []struct {
+		name   string
+		source string // "" uses model
+		model  string
+		msgs   []chat.Message
+		want   []Turn // Message, Generated and End; Rendered is Generated
+	}{{
+		name:  "trims content and always appends the generation prompt",
+		model: "llama3",
+		msgs: []chat.Message{{Role: "system", Content: "Be brief."}, user("List the inner planets."),
+			assistant("  Mercury, Venus, Earth.\n", ""), user(" And Mars? "), assistant("Mars too.", "")},
+		want: []Turn{{Message: 2, Generated: "Mercury, Venus, Earth.", End: "<|eot_id|>"},
+			{Message: 4, Generated: "Mars too.", End: "<|eot_id|>"}},
+	}, {
+		name: "default system prompt with the date",
+		source: `{% if messages[0].role != 'system' %}<|system|>Today is {{ strftime_now('%d %b %Y') }}.<|end|>
+{% endif %}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>
+{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}`,
+		msgs: []chat.Message{user("Hi"), assistant("Hello!", ""), user("Date?"), assistant("22 Nov.", "")},
+		want: []Turn{{Message: 1, Generated: "Hello!", End: "<|end|>"}, {Message: 3, Generated: "22 Nov.", End: "<|end|>"}},
+	}, {
+		name: "a newline closes a turn",
+		source: `{% for m in messages %}{{ m.role }}: {{ m.content }}
+{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}`,
+		msgs: []chat.Message{user("Hi"), assistant("Hello!", ""), user("Bye"), assistant("Bye.", "")},
+		want: []Turn{{Message: 1, Generated: "Hello!"}, {Message: 3, Generated: "Bye."}},
+	}, {
+		name:   "nothing closes a turn",
+		source: `{% for m in messages %}{% if m.role == 'user' %}[Q]{{ m.content }}[A]{% else %}{{ m.content }}{% endif %}{% endfor %}`,
+		msgs:   []chat.Message{user("1+1"), assistant("2", ""), user("2+2"), assistant("4", "")},
+		want:   []Turn{{Message: 1, Generated: "2"}, {Message: 3, Generated: "4"}},
+	}, {
+		name: "a different marker after tool calls",
+		source: `{% for m in messages %}<{{ m.role }}>{% if m.tool_calls %}{{ m.tool_calls[0].function.name }}({{ m.tool_calls[0].function.arguments | tojson }})<|eom_id|>{% else %}{{ m.content }}<|eot_id|>{% endif %}
+{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}`,
+		msgs: []chat.Message{user("Weather in Oslo?"), assistant("", "", call), {Role: "tool", Content: "3 C", ToolCallID: "c1"}, assistant("3 degrees.", "")},
+		want: []Turn{{Message: 1, Generated: `get_weather({"city": "Oslo"})`, End: "<|eom_id|>"}, {Message: 3, Generated: "3 degrees.", End: "<|eot_id|>"}},
+	}, {
+		name:  "content holding the marker's text",
+		model: "llama3-guarded",
+		msgs:  []chat.Message{user("Print the marker."), assistant("It is <|eot_id|>.", "")},
+		want:  []Turn{{Message: 1, Generated: "It is <|eot_id|>.", End: "<|eot_id|>"}},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var tpl *Template
+			if c.model != "" {
+				tpl = loadModel(t, c.model)
+			} else {
+				var err error
+				if tpl, err = New(c.source, Options{Now: func() time.Time { return fixedNow }}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := Request{Messages: c.msgs}
+			tr, err := tpl.RenderTraining(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, err := tpl.Render(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all, trained strings.Builder
+			for _, s := range tr.Segments {
+				all.WriteString(s.Text)
+				if s.Trainable {
+					trained.WriteString(s.Text)
+				}
+			}
+			var want strings.Builder
+			for k, w := range c.want {
+				w.Rendered, w.AsGenerated = w.Generated, true
+				if k >= len(tr.Turns) || tr.Turns[k] != w {
+					t.Fatalf("turns\n got %+v\nwant %+v", tr.Turns, c.want)
+				}
+				want.WriteString(w.Generated + w.End)
+			}
+			if all.String() != full || trained.String() != want.String() || len(tr.Turns) != len(c.want) {
+				t.Fatalf("segments %+v do not rebuild %q with %q trainable", tr.Segments, full, want.String())
+			}
+			// The prompt of each turn, as it was sampled, is followed by exactly the trainable text.
+			for _, turn := range tr.Turns {
+				prompt, err := tpl.Render(Request{Messages: c.msgs[:turn.Message], AddGenerationPrompt: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				through, err := tpl.Render(Request{Messages: c.msgs[:turn.Message+1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(through, prompt+turn.Generated+turn.End) {
+					t.Errorf("message %d: %q does not continue %q with %q", turn.Message, through, prompt, turn.Generated+turn.End)
+				}
+			}
+		})
+	}
+}
+
+// TestTrainingUnsplittable: a template whose assistant turns cannot be located is refused with the
+// feature that prevents it named.
+func TestTrainingUnsplittable(t *testing.T) {
+	cases := []struct{ name, source, want string }{
+		{"the generation prompt is not how a turn begins",
+			`{% for m in messages %}<{{ m.role }}>{{ m.content }}</s>{% endfor %}{% if add_generation_prompt %}<bot>{% endif %}`,
+			"differently from its generation prompt"},
+		{"assistant content is not rendered",
+			`{% for m in messages %}{% if m.role == 'user' %}<user>{{ m.content }}</s>{% else %}<assistant></s>{% endif %}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}`,
+			"does not write the content of an assistant message"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tpl, err := New(c.source, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tpl.RenderTraining(Request{Messages: []chat.Message{user("Hi"), assistant("Hello", "")}})
+			if !errors.Is(err, ErrMask) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrMask saying %q", err, c.want)
+			}
+		})
+	}
+}
