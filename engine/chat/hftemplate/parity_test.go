@@ -114,7 +114,7 @@ func loadModel(t testing.TB, model string) *Template {
 	return tpl
 }
 
-var parityModels = []string{"qwen3", "qwen2.5", "llama3.1", "llama3.2", "smollm2", "llama3", "llama3-guarded", "deepseek-v3"}
+var parityModels = []string{"qwen3", "qwen2.5", "llama3.1", "llama3.2", "smollm2", "llama3", "llama3-guarded", "gemma3", "deepseek-v3"}
 
 // TestParity demands byte-identical output with python3-jinja2 for every conversation of the corpus and
 // every committed template, and an error wherever the reference raised one.

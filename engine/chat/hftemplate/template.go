@@ -97,6 +97,7 @@ func parse(source string) (tpl *exec.Template, err error) {
 			tpl, err = nil, fmt.Errorf("%w: parsing panicked: %v", ErrTemplate, r)
 		}
 	}()
+	source = hoistConditionals(source)
 	// The loader holds only the template itself, and include/import are not statements here, so a
 	// template reads nothing else.
 	loader, err := loaders.NewMemoryLoader(map[string]string{rootName: source})

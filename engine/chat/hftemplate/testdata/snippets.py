@@ -37,4 +37,12 @@ SNIPPETS = [
     ("{{ l | selectattr('k', 'equalto', 1) | map(attribute='v') | join(',') }}|{{ l | map(attribute='k') | sum }}", {"l": [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}, {"k": 1, "v": "c"}]}),
     ("{{ raise_exception('no ' + what) }}", {"what": "way"}),
     ("{{ d.x.y.z }}", {"d": {}}),
+    # Conditional expressions inside parentheses (Gemma 3 writes one), which gonja parses only through
+    # the package's rewrite: in outputs and if/set tags, nested, as call arguments, lazily evaluated, and
+    # with every kind of whitespace control around the tag.
+    ("{% for x in [true, false] %}{{ 'a' + ('b' if x else 'c') + 'd' }}|{{ ('e' if x) }}|{% endfor %}", {}),
+    ("<\n  {{ ('x' if y else 'z') }}\n  {{- ('x' if not y else 'z') }}\n  {{+ ('p' if y) }}\n>", {"y": True}),
+    ("<\n  {% if ('a' if y else '') %}yes{% endif %}\n  {%- if (0 if y else 1) %}no{% else %}else{% endif %}\n  {%+ set v = 'q' ~ ('r' if y else 's') %}{{ v }}\n>", {"y": True}),
+    ("{{ ((('a' if x else 'b') ~ 'c') if y else 'd') }}|{{ ['1', '2'] | join(('-' if x else '+')) }}|{{ (x if x else raise_exception('lazy')) }}", {"x": True, "y": True}),
+    ("{{ 'if' + ('(if)' if x else ')') }}{# (a if b) #}", {"x": False}),
 ]
