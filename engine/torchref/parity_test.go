@@ -27,7 +27,7 @@ type fixtureCase struct {
 
 func TestTorchParity(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/*/config.json")
-	if err != nil || len(dirs) < 4 {
+	if err != nil || len(dirs) < 6 {
 		t.Fatalf("fixtures: %v %v (run make torch-fixtures)", dirs, err)
 	}
 	for _, cfgPath := range dirs {
@@ -59,7 +59,7 @@ func TestTorchParity(t *testing.T) {
 				if d := math.Abs(loss-wantLoss) / wantLoss; d > tolerance {
 					t.Errorf("%s: loss %v, torch %v", dtype, loss, wantLoss)
 				}
-				worstGrad := 0.0
+				worstGrad, worstGradAbs := 0.0, 0.0
 				e := relErr(logits, want[prefix+"logits"].Data)
 				for _, g := range grads.Tensors(cfg) {
 					ref, ok := want[prefix+"grad."+g.Name]
@@ -67,8 +67,10 @@ func TestTorchParity(t *testing.T) {
 						t.Fatalf("no reference gradient for %s", g.Name)
 					}
 					worstGrad = math.Max(worstGrad, relErr(g.Data, ref.Data))
+					worstGradAbs = math.Max(worstGradAbs, absErr(g.Data, ref.Data))
 				}
-				t.Logf("%s base: logits rel. error %.2g, worst LoRA gradient rel. error %.2g", dtype, e, worstGrad)
+				t.Logf("%s base: logits rel. error %.2g (abs. %.2g), worst LoRA gradient rel. error %.2g (abs. %.2g)",
+					dtype, e, absErr(logits, want[prefix+"logits"].Data), worstGrad, worstGradAbs)
 				if e > tolerance || worstGrad > tolerance {
 					t.Errorf("%s: logits error %.3g, gradient error %.3g > %g", dtype, e, worstGrad, tolerance)
 				}
@@ -162,6 +164,15 @@ func readAdapter(t *testing.T, dir string, cfg model.Config) *model.LoRA {
 		copy(tt.Data, s.Data)
 	}
 	return lora
+}
+
+// absErr is max|got − want|.
+func absErr(got, want []float32) float64 {
+	var diff float64
+	for i, w := range want {
+		diff = math.Max(diff, math.Abs(float64(got[i])-float64(w)))
+	}
+	return diff
 }
 
 func relErr(got, want []float32) float64 {
