@@ -172,7 +172,7 @@ hftemplate-fixtures:
 	/usr/bin/python3 engine/chat/hftemplate/testdata/gen_fixtures.py
 
 ## torch-fixtures: regenerate engine/torchref's PyTorch reference values (logits and LoRA gradients of tiny
-## Llama, Llama 3, Qwen2 and Qwen3 models) with Debian's python3-torch
+## Llama, Llama 3, Qwen2, Qwen3 and Gemma 3 models) with Debian's python3-torch
 torch-fixtures:
 	if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 		apt-get -o DPkg::Lock::Timeout=600 update -qq && \
