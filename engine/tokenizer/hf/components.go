@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // This file turns the normalizer, pre_tokenizer and decoder objects of tokenizer.json into their Go
@@ -83,7 +84,7 @@ func (o object) list(name string) ([]object, error) {
 	return out, nil
 }
 
-// parseNormalizer accepts the Unicode normalization forms and Sequences of them.
+// parseNormalizer accepts the Unicode normalization forms, Replace, Prepend and Sequences of them.
 func parseNormalizer(o object) (normalizer, error) {
 	if o == nil {
 		return nil, nil
@@ -93,10 +94,24 @@ func parseNormalizer(o object) (normalizer, error) {
 		return nil, err
 	}
 	if f, ok := normForms[t]; ok {
-		return normalizer{f}, nil
+		return normalizer{formStep{f}}, nil
 	}
-	if t != "Sequence" {
-		return nil, errAt("type", unsupported("normalizer %q (supported: NFC, NFD, NFKC, NFKD, Sequence)", t))
+	switch t {
+	case "Replace":
+		r, err := parseReplace(o)
+		if err != nil {
+			return nil, err
+		}
+		return normalizer{r}, nil
+	case "Prepend":
+		var p string
+		if err := o.get("prepend", &p); err != nil {
+			return nil, err
+		}
+		return normalizer{prependStep(p)}, nil
+	case "Sequence":
+	default:
+		return nil, errAt("type", unsupported("normalizer %q (supported: NFC, NFD, NFKC, NFKD, Replace, Prepend, Sequence)", t))
 	}
 	items, err := o.list("normalizers")
 	if err != nil {
@@ -113,21 +128,50 @@ func parseNormalizer(o object) (normalizer, error) {
 	return out, nil
 }
 
-// parsePreTokenizer flattens the pre-tokenizer into splitting steps followed by one ByteLevel, the shape of
-// every byte-level BPE tokenizer: ByteLevel turns text into the byte alphabet, so nothing may follow it.
-func parsePreTokenizer(o object) (*preTokenizer, error) {
-	if o == nil {
-		return nil, unsupported("no pre_tokenizer: a byte-level BPE tokenizer needs a ByteLevel pre-tokenizer")
+// parseReplace reads the pattern and content of a Replace normalizer or decoder.
+func parseReplace(o object) (*replacer, error) {
+	var pattern struct {
+		String *string
+		Regex  *string
 	}
+	r := &replacer{}
+	if err := o.get("pattern", &pattern); err != nil {
+		return nil, err
+	}
+	if err := o.get("content", &r.content); err != nil {
+		return nil, err
+	}
+	switch {
+	case pattern.Regex != nil:
+		re, err := compileRegex(*pattern.Regex)
+		if err != nil {
+			return nil, errAt("pattern.Regex", err)
+		}
+		r.m = re
+	case pattern.String != nil && *pattern.String != "":
+		r.literal = *pattern.String
+	default:
+		return nil, errAt("pattern", errors.New("needs a non-empty String or Regex"))
+	}
+	return r, nil
+}
+
+// parsePreTokenizer flattens the pre-tokenizer into splitting steps, followed by one ByteLevel for a
+// byte-level BPE tokenizer (ByteLevel turns text into the byte alphabet, so nothing may follow it). Without
+// ByteLevel (SentencePiece-style BPE: Metaspace, a Split, or no pre-tokenizer at all) the model works on the
+// characters of the text.
+func parsePreTokenizer(o object) (*preTokenizer, error) {
 	p := &preTokenizer{}
-	found := false
+	if o == nil {
+		return p, nil
+	}
 	var walk func(o object) error
 	walk = func(o object) error {
 		t, err := o.typ()
 		if err != nil {
 			return err
 		}
-		if found {
+		if p.byteLevel {
 			return errAt("type", unsupported("%s after ByteLevel: ByteLevel must be the last pre-tokenizer", t))
 		}
 		switch t {
@@ -142,6 +186,9 @@ func parsePreTokenizer(o object) (*preTokenizer, error) {
 				}
 			}
 		case "ByteLevel":
+			if p.metaspace {
+				return errAt("type", unsupported("ByteLevel after Metaspace"))
+			}
 			p.bl = byteLevel{addPrefixSpace: true, useRegex: true} // the library's defaults
 			if err := o.get("add_prefix_space", &p.bl.addPrefixSpace); err != nil {
 				return err
@@ -149,7 +196,14 @@ func parsePreTokenizer(o object) (*preTokenizer, error) {
 			if err := o.get("use_regex", &p.bl.useRegex); err != nil {
 				return err
 			}
-			found = true
+			p.byteLevel = true
+		case "Metaspace":
+			ms, err := parseMetaspace(o)
+			if err != nil {
+				return err
+			}
+			p.steps = append(p.steps, &metaspaceStep{metaspace: ms})
+			p.metaspace = true
 		case "Split":
 			st, err := parseSplit(o)
 			if err != nil {
@@ -167,17 +221,73 @@ func parsePreTokenizer(o object) (*preTokenizer, error) {
 			}
 			p.steps = append(p.steps, st)
 		default:
-			return errAt("type", unsupported("pre-tokenizer %q (supported: Split, ByteLevel, Digits, Sequence)", t))
+			return errAt("type", unsupported("pre-tokenizer %q (supported: Split, ByteLevel, Metaspace, Digits, Sequence)", t))
 		}
 		return nil
 	}
 	if err := walk(o); err != nil {
 		return nil, err
 	}
-	if !found {
-		return nil, unsupported("no ByteLevel pre-tokenizer: only byte-level BPE is implemented")
-	}
 	return p, nil
+}
+
+// prependScheme says where Metaspace adds the replacement character in front of the text.
+type prependScheme int
+
+const (
+	prependAlways prependScheme = iota // in front of every piece that does not start with it
+	prependFirst                       // only in front of the piece at the start of the text
+	prependNever
+)
+
+// metaspace is the configuration shared by the Metaspace pre-tokenizer and decoder.
+type metaspace struct {
+	replacement rune
+	prepend     prependScheme
+	splitWords  bool // split: the pre-tokenizer cuts before each replacement character
+}
+
+func parseMetaspace(o object) (metaspace, error) {
+	m := metaspace{replacement: '▁', prepend: prependAlways, splitWords: true} // the library's defaults
+	var rep string
+	if err := o.get("replacement", &rep); err != nil {
+		return m, err
+	}
+	if rep != "" {
+		r, w := utf8.DecodeRuneInString(rep)
+		if w != len(rep) {
+			return m, errAt("replacement", fmt.Errorf("%q is not one character", rep))
+		}
+		m.replacement = r
+	}
+	if err := o.get("split", &m.splitWords); err != nil {
+		return m, err
+	}
+	// Files older than the prepend_scheme field say add_prefix_space; when both are there the scheme wins,
+	// as in the reference.
+	var addPrefix *bool
+	if err := o.get("add_prefix_space", &addPrefix); err != nil {
+		return m, err
+	}
+	if addPrefix != nil && !*addPrefix {
+		m.prepend = prependNever
+	}
+	var scheme string
+	if err := o.get("prepend_scheme", &scheme); err != nil {
+		return m, err
+	}
+	switch scheme {
+	case "":
+	case "always":
+		m.prepend = prependAlways
+	case "first":
+		m.prepend = prependFirst
+	case "never":
+		m.prepend = prependNever
+	default:
+		return m, errAt("prepend_scheme", unsupported("%q (supported: always, first, never)", scheme))
+	}
+	return m, nil
 }
 
 func parseSplit(o object) (*splitStep, error) {
@@ -219,17 +329,113 @@ func parseSplit(o object) (*splitStep, error) {
 	return st, nil
 }
 
-// parseDecoder accepts the ByteLevel decoder only: it is what makes decoding byte-exact.
-func parseDecoder(o object) error {
+// parseDecoder reads the decoder. A byte-level tokenizer needs the ByteLevel decoder, which makes decoding
+// byte-exact. A SentencePiece-style one takes a chain of Replace, Strip and Metaspace steps on each token,
+// then ByteFallback, then Fuse, then Replace and Strip steps on the whole text (Llama 2: Replace "▁" by " ",
+// ByteFallback, Fuse, Strip one leading space; Gemma: the same without Strip). Other orders would make a
+// token's text depend on its neighbours in ways this package does not model, and are refused.
+func parseDecoder(o object, byteLevel bool) (*decoder, error) {
 	if o == nil {
-		return unsupported("no decoder: byte-level BPE needs the ByteLevel decoder")
+		if byteLevel {
+			return nil, unsupported("no decoder: byte-level BPE needs the ByteLevel decoder")
+		}
+		return nil, unsupported("no decoder: the reference would join the tokens with spaces")
 	}
 	t, err := o.typ()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if t != "ByteLevel" {
-		return errAt("type", unsupported("decoder %q (supported: ByteLevel)", t))
+	if byteLevel {
+		if t != "ByteLevel" {
+			return nil, errAt("type", unsupported("decoder %q with a ByteLevel pre-tokenizer (supported: ByteLevel)", t))
+		}
+		return &decoder{byteLevel: true}, nil
 	}
-	return nil
+	d := &decoder{}
+	const (
+		perToken = iota // Replace, Strip, Metaspace on every token
+		bytes           // after ByteFallback: only Fuse may follow
+		whole           // after Fuse: Replace and Strip on the whole text
+	)
+	phase := perToken
+	step := func(o object) error {
+		t, err := o.typ()
+		if err != nil {
+			return err
+		}
+		switch {
+		case t == "ByteFallback" && phase == perToken:
+			d.byteFallback, phase = true, bytes
+		case t == "Fuse" && phase != whole:
+			phase = whole
+		case t == "Replace" && phase != bytes:
+			r, err := parseReplace(o)
+			if err != nil {
+				return err
+			}
+			if phase == perToken {
+				d.perToken = append(d.perToken, r)
+			} else {
+				d.whole = append(d.whole, r)
+			}
+		case t == "Strip" && phase != bytes:
+			s, err := parseStrip(o)
+			if err != nil {
+				return err
+			}
+			if phase == perToken {
+				d.perToken = append(d.perToken, s)
+			} else {
+				d.whole = append(d.whole, s)
+			}
+		case t == "Metaspace" && phase == perToken:
+			ms, err := parseMetaspace(o)
+			if err != nil {
+				return err
+			}
+			d.perToken = append(d.perToken, metaspaceDecoder{ms})
+			d.firstDiffers = d.firstDiffers || ms.prepend != prependNever
+		case t == "ByteLevel":
+			return errAt("type", unsupported("decoder ByteLevel without a ByteLevel pre-tokenizer"))
+		default:
+			return errAt("type", unsupported("decoder %q here (supported: Replace, Strip, Metaspace, then ByteFallback, then Fuse, then Replace, Strip)", t))
+		}
+		return nil
+	}
+	if t != "Sequence" {
+		return d, step(o)
+	}
+	items, err := o.list("decoders")
+	if err != nil {
+		return nil, err
+	}
+	for i, item := range items {
+		if err := step(item); err != nil {
+			return nil, errAt(fmt.Sprintf("decoders[%d]", i), err)
+		}
+	}
+	return d, nil
+}
+
+func parseStrip(o object) (stripStep, error) {
+	var content string
+	s := stripStep{}
+	if err := o.get("content", &content); err != nil {
+		return s, err
+	}
+	r, w := utf8.DecodeRuneInString(content)
+	if w == 0 || w != len(content) {
+		return s, errAt("content", fmt.Errorf("%q is not one character", content))
+	}
+	s.content = r
+	if err := o.get("start", &s.start); err != nil {
+		return s, err
+	}
+	if err := o.get("stop", &s.stop); err != nil {
+		return s, err
+	}
+	if s.start < 0 || s.stop < 0 {
+		return s, errors.New("negative start or stop")
+	}
+	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json (the special tokens and chat
@@ -62,6 +63,7 @@ type modelJSON struct {
 	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
 	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
 	ByteFallback            bool            `json:"byte_fallback"`
+	FuseUnk                 bool            `json:"fuse_unk"`
 	IgnoreMerges            bool            `json:"ignore_merges"`
 	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
@@ -94,14 +96,18 @@ func newTokenizer(tokJSON, cfgJSON []byte, tokFile, cfgFile string) (*Tokenizer,
 		return fail("pre_tokenizer", err)
 	}
 	if o, err = parseObject(f.Decoder); err == nil {
-		err = parseDecoder(o)
+		t.dec, err = parseDecoder(o, t.pre.byteLevel)
 	}
 	if err != nil {
 		return fail("decoder", err)
 	}
 	var vocab map[string]int
-	if t.model, vocab, err = buildModel(&f.Model); err != nil {
+	var byID []string
+	if t.model, vocab, byID, err = buildModel(&f.Model, t.dec); err != nil {
 		return fail("model", err)
+	}
+	if t.dec.firstDiffers {
+		t.text = byID
 	}
 	if err := t.addTokens(f.AddedTokens, vocab); err != nil {
 		return fail("added_tokens", err)
@@ -119,35 +125,35 @@ func joinPath(a, b string) string {
 	return a + "." + b
 }
 
-// buildModel checks the BPE options and indexes the vocabulary and merges by raw bytes and ids; it also
-// returns the vocabulary as spelled in the file.
-func buildModel(mj *modelJSON) (*bpe, map[string]int, error) {
+// buildModel checks the BPE options and indexes the vocabulary and merges by ids (for a byte-level model,
+// by raw bytes too); it also returns the vocabulary as spelled in the file, and the tokens by id.
+func buildModel(mj *modelJSON, dec *decoder) (*bpe, map[string]int, []string, error) {
 	switch {
 	case mj.Type != "" && mj.Type != "BPE":
-		return nil, nil, errAt("type", unsupported("model %q (supported: BPE)", mj.Type))
+		return nil, nil, nil, errAt("type", unsupported("model %q (supported: BPE)", mj.Type))
 	case mj.Dropout != nil && *mj.Dropout != 0:
-		return nil, nil, errAt("dropout", unsupported("BPE dropout makes encoding random"))
-	case mj.ByteFallback:
-		return nil, nil, errAt("byte_fallback", unsupported("byte fallback (SentencePiece-style BPE)"))
+		return nil, nil, nil, errAt("dropout", unsupported("BPE dropout makes encoding random"))
+	case mj.ByteFallback && dec.byteLevel:
+		return nil, nil, nil, errAt("byte_fallback", unsupported("byte fallback with a ByteLevel pre-tokenizer"))
 	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
-		return nil, nil, errAt("continuing_subword_prefix", unsupported("%q", *mj.ContinuingSubwordPrefix))
+		return nil, nil, nil, errAt("continuing_subword_prefix", unsupported("%q", *mj.ContinuingSubwordPrefix))
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
-		return nil, nil, errAt("end_of_word_suffix", unsupported("%q", *mj.EndOfWordSuffix))
+		return nil, nil, nil, errAt("end_of_word_suffix", unsupported("%q", *mj.EndOfWordSuffix))
 	}
 	vocab, err := parseVocab(mj.Vocab)
 	if err == nil && len(vocab) == 0 {
 		err = errors.New("empty")
 	}
 	if err != nil {
-		return nil, nil, errAt("vocab", err)
+		return nil, nil, nil, errAt("vocab", err)
 	}
-	m := &bpe{raw: make(map[string]int32, len(vocab)), ignoreMerges: mj.IgnoreMerges, cache: newWordCache()}
+	m := &bpe{ignoreMerges: mj.IgnoreMerges, cache: newWordCache(), chars: !dec.byteLevel}
 	// The bytes of every token, in id order, in one block: the model's raw keys and the tokenizer's id →
 	// bytes table point into it instead of holding 150,000 small allocations each.
 	size := 0
 	for tok, id := range vocab {
 		if id < 0 || id > 1<<30 {
-			return nil, nil, errAt("vocab", fmt.Errorf("token %q has id %d", tok, id))
+			return nil, nil, nil, errAt("vocab", fmt.Errorf("token %q has id %d", tok, id))
 		}
 		size = max(size, id+1)
 	}
@@ -158,24 +164,33 @@ func buildModel(mj *modelJSON) (*bpe, map[string]int, error) {
 	arena := make([]byte, 0, len(mj.Vocab)/2)
 	offs := make([]int32, size+1)
 	for id, tok := range byID {
-		arena = appendSpelled(arena, tok)
+		arena = dec.appendToken(arena, tok, false)
 		offs[id+1] = int32(len(arena))
 	}
-	text := string(arena)
 	m.tokens = make([][]byte, size)
-	for id, tok := range byID {
+	for id := range byID {
 		a, b := offs[id], offs[id+1]
 		m.tokens[id] = arena[a:b:b]
-		if tok != "" && spellOnly(tok) {
-			m.raw[text[a:b]] = int32(id)
-		}
 	}
-	for b := 0; b < 256; b++ {
-		id, ok := vocab[byteSpell[b]]
-		if !ok {
-			return nil, nil, errAt("vocab", unsupported("no token for byte 0x%02X (%q): not a byte-level vocabulary", b, byteSpell[b]))
+	if m.chars {
+		if err := m.indexChars(mj, vocab); err != nil {
+			return nil, nil, nil, err
 		}
-		m.byteID[b] = int32(id)
+	} else {
+		m.raw = make(map[string]int32, len(vocab))
+		text := string(arena)
+		for id, tok := range byID {
+			if tok != "" && spellOnly(tok) {
+				m.raw[text[offs[id]:offs[id+1]]] = int32(id)
+			}
+		}
+		for b := 0; b < 256; b++ {
+			id, ok := vocab[byteSpell[b]]
+			if !ok {
+				return nil, nil, nil, errAt("vocab", unsupported("no token for byte 0x%02X (%q): not a byte-level vocabulary", b, byteSpell[b]))
+			}
+			m.byteID[b] = int32(id)
+		}
 	}
 	m.merges = make(map[uint64]mergeTo, len(mj.Merges)/24) // entries average 25-30 bytes
 	var joined []byte
@@ -194,7 +209,66 @@ func buildModel(mj *modelJSON) (*bpe, map[string]int, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, errAt("merges", err)
+		return nil, nil, nil, errAt("merges", err)
 	}
-	return m, vocab, nil
+	return m, vocab, byID, nil
+}
+
+// indexChars prepares a SentencePiece-style model: the tokens of single characters, the byte-fallback
+// tokens, the unknown token, and where pieces may be cut into words (appendWords).
+func (m *bpe) indexChars(mj *modelJSON, vocab map[string]int) error {
+	m.vocab = vocab
+	m.unk = -1
+	if mj.UnkToken != nil && *mj.UnkToken != "" {
+		id, ok := vocab[*mj.UnkToken]
+		if !ok {
+			return errAt("unk_token", fmt.Errorf("%q is not in the vocabulary", *mj.UnkToken))
+		}
+		m.unk = int32(id)
+		m.fallbackLast, _ = utf8.DecodeLastRuneInString(*mj.UnkToken)
+	}
+	m.fuseUnk = mj.FuseUnk
+	if mj.ByteFallback {
+		for b := 0; b < 256; b++ {
+			id, ok := vocab[byteTokenName(byte(b))]
+			if !ok {
+				return errAt("vocab", unsupported("byte_fallback without the token %s", byteTokenName(byte(b))))
+			}
+			m.byteTok[b] = int32(id)
+		}
+		m.byteFallback, m.fallbackLast = true, '>'
+	} else if m.unk < 0 {
+		// The reference fails to encode a character outside the vocabulary then.
+		return errAt("unk_token", unsupported("neither byte_fallback nor an unk_token"))
+	}
+	for i := range m.asciiID {
+		m.asciiID[i] = -1
+	}
+	m.charID = map[rune]int32{}
+	m.crossesMeta = map[rune]bool{}
+	for tok, id := range vocab {
+		r, w := utf8.DecodeRuneInString(tok)
+		if w == len(tok) && w > 0 && !(r == utf8.RuneError && w == 1) {
+			if r < utf8.RuneSelf {
+				m.asciiID[r] = int32(id)
+			} else {
+				m.charID[r] = int32(id)
+			}
+			continue
+		}
+		// Characters that some token has right before "▁": pieces are not cut there.
+		for i := 1; i < len(tok); i++ {
+			if k := strings.Index(tok[i:], "▁"); k < 0 {
+				break
+			} else {
+				i += k
+			}
+			if prev, _ := utf8.DecodeLastRuneInString(tok[:i]); prev != '▁' {
+				m.crossesMeta[prev] = true
+			}
+		}
+	}
+	_, hasMeta := m.charID['▁']
+	m.cutWords = hasMeta && !m.ignoreMerges
+	return nil
 }

@@ -8,17 +8,64 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// normalizer is the chain of Unicode normalization forms of tokenizer.json's normalizer (one form, or a
-// Sequence of them); nil when the file has none.
-type normalizer []norm.Form
+// normalizer is the chain of steps of tokenizer.json's normalizer (one step, or a Sequence of them); nil when
+// the file has none.
+type normalizer []normStep
+
+// normStep is one normalizer: a Unicode normalization form, Replace or Prepend.
+type normStep interface{ apply(s string) string }
 
 var normForms = map[string]norm.Form{"NFC": norm.NFC, "NFD": norm.NFD, "NFKC": norm.NFKC, "NFKD": norm.NFKD}
 
 func (n normalizer) apply(s string) string {
-	for _, f := range n {
-		s = normalize(f, s)
+	for _, st := range n {
+		s = st.apply(s)
 	}
 	return s
+}
+
+// formStep is a Unicode normalization form applied as the reference does.
+type formStep struct{ f norm.Form }
+
+func (f formStep) apply(s string) string { return normalize(f.f, s) }
+
+// prependStep is the Prepend normalizer: the text gains a prefix unless it is empty (Llama 2 prepends "▁",
+// so every stretch of text between added tokens starts a word).
+type prependStep string
+
+func (p prependStep) apply(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(p) + s
+}
+
+// replacer replaces every match of a pattern (a literal, or a regex run on the generic engine) with content:
+// the Replace normalizer and the Replace decoder.
+type replacer struct {
+	literal string  // the pattern when it is a plain string
+	m       matcher // otherwise
+	content string
+}
+
+func (r *replacer) apply(s string) string {
+	if r.m == nil {
+		return strings.ReplaceAll(s, r.literal, r.content)
+	}
+	spans := r.m.find(s, nil)
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := 0
+	for _, sp := range spans {
+		b.WriteString(s[prev:sp.start])
+		b.WriteString(r.content)
+		prev = sp.end
+	}
+	b.WriteString(s[prev:])
+	return b.String()
 }
 
 // The reference normalizes with tables of an older Unicode edition (before 10.0) than Go's (15.0).

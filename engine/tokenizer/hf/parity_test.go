@@ -47,6 +47,8 @@ func TestParity(t *testing.T) {
 		{"smollm2-pipeline", qwen3Dir},
 		{"gpt2-prefix-nfkc", qwen3Dir},
 		{"split-behaviours", qwen3Dir},
+		{"llama2", llama2Dir},
+		{"gemma3", gemma3Dir},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()

@@ -38,10 +38,11 @@ type segment struct {
 }
 
 // split appends the pieces of s to dst (substrings of s, never empty), following the Hugging Face rules for
-// each behaviour; buf is scratch space.
-func (st *splitStep) split(s string, dst []string, buf *scratch) []string {
+// each behaviour; buf is scratch space. It reports whether the first piece appended starts where s does
+// (at0 is for Metaspace's prepend_scheme "first", which splitting does not use).
+func (st *splitStep) split(s string, dst []string, buf *scratch, _ bool) ([]string, bool) {
 	if s == "" {
-		return dst
+		return dst, false
 	}
 	buf.spans = st.m.find(s, buf.spans[:0])
 	segs := buf.segs[:0]
@@ -99,12 +100,17 @@ func (st *splitStep) split(s string, dst []string, buf *scratch) []string {
 		}
 		segs = segs[w:]
 	}
+	first := len(dst)
+	atStart := false
 	for _, g := range segs {
 		if g.end > g.start {
+			if len(dst) == first {
+				atStart = g.start == 0
+			}
 			dst = append(dst, s[g.start:g.end])
 		}
 	}
-	return dst
+	return dst, atStart
 }
 
 // scratch is the reusable working memory of one encode.
@@ -124,27 +130,51 @@ type byteLevel struct {
 	useRegex       bool
 }
 
-// preTokenizer is the whole pre-tokenization: splitting steps, then ByteLevel.
+// preTokenizer is the whole pre-tokenization: splitting steps, then ByteLevel for a byte-level tokenizer.
 type preTokenizer struct {
-	steps []*splitStep
-	bl    byteLevel
+	steps     []pieceSplitter
+	bl        byteLevel
+	byteLevel bool // ends with ByteLevel: pieces are raw bytes for a byte-level model
+	metaspace bool // has a Metaspace step
+}
+
+// pieceSplitter is one pre-tokenizer step: it appends the pieces of s to dst and reports whether the first
+// one starts at s's start; at0 says whether s starts the input text.
+type pieceSplitter interface {
+	split(s string, dst []string, buf *scratch, at0 bool) ([]string, bool)
 }
 
 var gpt2Scanner, _ = scannerFor(patternGPT2)
 
-// pieces appends the pre-tokenized pieces of s to dst. A piece may be a new string (with a prefixed space),
-// otherwise it is a substring of s.
-func (p *preTokenizer) pieces(s string, dst []string, buf *scratch) []string {
+// pieces appends the pre-tokenized pieces of s to dst; at0 says whether s starts the text being encoded
+// (the reference's offset 0, which Metaspace's prepend_scheme "first" looks at). A piece may be a new
+// string (with a prefixed space or "▁"), otherwise it is a substring of s.
+func (p *preTokenizer) pieces(s string, at0 bool, dst []string, buf *scratch) []string {
 	cur := append(buf.pieces[0][:0], s)
 	next := buf.pieces[1][:0]
 	for _, st := range p.steps {
 		next = next[:0]
-		for _, piece := range cur {
-			next = st.split(piece, next, buf)
+		first0 := false
+		for i, piece := range cur {
+			n := len(next)
+			var z bool
+			next, z = st.split(piece, next, buf, i == 0 && at0)
+			if n == 0 && len(next) > 0 {
+				first0 = i == 0 && at0 && z
+			}
 		}
 		cur, next = next, cur
+		at0 = first0
 	}
 	buf.pieces[0], buf.pieces[1] = cur, next
+	if !p.byteLevel {
+		for _, piece := range cur {
+			if piece != "" {
+				dst = append(dst, piece)
+			}
+		}
+		return dst
+	}
 	for _, piece := range cur {
 		if piece == "" {
 			continue

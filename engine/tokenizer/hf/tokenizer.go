@@ -9,12 +9,14 @@ import (
 	"github.com/trainyard/trainyard/engine/tokenizer"
 )
 
-// Tokenizer is a Hugging Face byte-level BPE tokenizer. It is immutable after loading and safe for
-// concurrent use.
+// Tokenizer is a Hugging Face BPE tokenizer, byte-level or SentencePiece-style. It is immutable after
+// loading and safe for concurrent use.
 type Tokenizer struct {
 	norm    normalizer
 	pre     *preTokenizer
 	model   *bpe
+	dec     *decoder
+	text    []string               // the tokens as spelled in tokenizer.json, kept when the first token decodes differently
 	added   map[string]*addedToken // by content
 	addedID map[int]*addedToken
 	rawSet  *addedMatcher // added tokens matched in the text as given (normalized: false)
@@ -34,7 +36,7 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 // normalized first when the tokenizer says so (Qwen: NFC).
 func (t *Tokenizer) Encode(text string) []int {
 	buf := t.scratch()
-	ids := t.encodeText(t.norm.apply(text), make([]int, 0, len(text)/3+1), buf)
+	ids := t.encodeText(t.norm.apply(text), true, make([]int, 0, len(text)/3+1), buf)
 	t.pool.Put(buf)
 	return ids
 }
@@ -47,22 +49,22 @@ func (t *Tokenizer) EncodeSpecial(text string) []int {
 	ids := make([]int, 0, len(text)/3+1)
 	parts := t.rawSet.split(text, buf.parts[:0])
 	sub := buf.sub[:0]
-	for _, p := range parts {
+	for i, p := range parts {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
 			continue
 		}
 		s := t.norm.apply(p.s)
 		if t.normSet == nil {
-			ids = t.encodeText(s, ids, buf)
+			ids = t.encodeText(s, i == 0, ids, buf)
 			continue
 		}
 		sub = t.normSet.split(s, sub[:0])
-		for _, q := range sub {
+		for j, q := range sub {
 			if q.id >= 0 {
 				ids = append(ids, q.id)
 			} else {
-				ids = t.encodeText(q.s, ids, buf)
+				ids = t.encodeText(q.s, i == 0 && j == 0, ids, buf)
 			}
 		}
 	}
@@ -71,9 +73,10 @@ func (t *Tokenizer) EncodeSpecial(text string) []int {
 	return ids
 }
 
-// encodeText pre-tokenizes normalized text and runs the BPE model on every piece.
-func (t *Tokenizer) encodeText(s string, ids []int, buf *scratch) []int {
-	buf.words = t.pre.pieces(s, buf.words[:0], buf)
+// encodeText pre-tokenizes normalized text and runs the BPE model on every piece; at0 says whether the
+// text starts the input (not after an added token).
+func (t *Tokenizer) encodeText(s string, at0 bool, ids []int, buf *scratch) []int {
+	buf.words = t.pre.pieces(s, at0, buf.words[:0], buf)
 	for _, w := range buf.words {
 		ids = t.model.appendPiece(ids, w)
 	}
@@ -89,19 +92,46 @@ func (t *Tokenizer) scratch() *scratch {
 
 // Decode returns the text of ids, added tokens written as their content. The result holds the exact bytes
 // of the tokens, so Decode(Encode(s)) == s for every string s (for normalizing tokenizers: every s already
-// in that normal form), and a sequence cut inside a multi-byte character gives invalid UTF-8 rather than
-// U+FFFD as the reference's lossy conversion would. Ids that name no token are skipped.
+// in that normal form), and a sequence cut inside a multi-byte character, or byte-fallback tokens that do
+// not form one, give invalid UTF-8 rather than U+FFFD as the reference's lossy conversion would. Ids that
+// name no token are skipped.
+//
+// Decode is the concatenation of the tokens' TokenBytes, except where the decoder treats the text as a
+// whole: Llama 2's Strip step drops one leading space (the "▁" its normalizer put in front), and a Metaspace
+// decoder drops the "▁" of the first token instead of writing a space.
 func (t *Tokenizer) Decode(ids []int) string {
 	var b strings.Builder
+	first := true
 	for _, id := range ids {
-		b.Write(t.TokenBytes(id))
+		tok := t.TokenBytes(id)
+		if tok == nil {
+			continue
+		}
+		if first && t.text != nil {
+			tok = t.dec.appendToken(nil, t.tokenText(id), true)
+		}
+		first = false
+		b.Write(tok)
 	}
-	return b.String()
+	s := b.String()
+	for _, st := range t.dec.whole {
+		s = st.apply(s)
+	}
+	return s
+}
+
+// tokenText returns a token as tokenizer.json spells it (an added token: its content).
+func (t *Tokenizer) tokenText(id int) string {
+	if a := t.addedID[id]; a != nil {
+		return a.content
+	}
+	return t.text[id]
 }
 
 // TokenBytes returns the raw bytes of one token, which may be part of a UTF-8 sequence (streaming has to
-// hold such bytes back until the character is complete). It returns nil for an id that names no token.
-// The slice must not be modified.
+// hold such bytes back until the character is complete; a byte-fallback token is a single byte). For a
+// SentencePiece-style tokenizer they are the token with "▁" written as a space, as a token decodes after
+// the first one. It returns nil for an id that names no token. The slice must not be modified.
 func (t *Tokenizer) TokenBytes(id int) []byte {
 	if id < 0 || id >= len(t.tokens) {
 		return nil
@@ -194,7 +224,7 @@ func (t *Tokenizer) addTokens(list []addedJSON, vocab map[string]int) error {
 		if a.normalized {
 			content = t.norm.apply(content)
 		}
-		t.tokens[a.id] = spelledBytes(content)
+		t.tokens[a.id] = t.dec.appendToken(nil, content, false)
 	}
 	return nil
 }

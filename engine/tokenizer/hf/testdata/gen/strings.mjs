@@ -177,17 +177,44 @@ const hard = [
   'a <tool_call>  b  </tool_call>', '\uFB01x \uFB01X fix', '<|im_start|>  <|im_end|>  <|im_end|>', '</think>',
 ];
 
-export function testStrings(seed, count) {
+// The hand-picked cases of SentencePiece-style tokenizers (Gemma, Llama 2): the metaspace character typed
+// in the text, byte-fallback tokens spelled out, their special tokens, and the one Gemma token that joins
+// two words ("> </"), which is where splitting words apart would go wrong.
+const sentencePieceHard = [
+  '\u2581', '\u2581\u2581', '\u2581hello', 'hello\u2581world', ' \u2581 ', '<0x41>', '<0x0A>', '<0xE4><0xBD>',
+  '<s>', '</s>', '<unk>', '<s>hi</s>', ' <s> hi </s> ', '<s><s>', 'a</s>b', '<bos>', '<eos>', '<pad>', '<mask>',
+  '<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n', '<start_of_turn>', '<end_of_turn>',
+  '<start_of_image>', '<image_soft_token>', '[multimodal]', '<unused0>', '<unused98>', '<b>x</b> </i>', '> </',
+  'a> </b', '<p> </p>', '>  </', '>\u2581</', 'x >  </ y', '\u{1F9FF}\u{1F9FF}', '\u{E0001} x', '\t \t', ' \n ',
+  'x ' + '\u{10FFFF}', '  leading and trailing  ', '\u00A0\u2581\u00A0',
+];
+
+// The special tokens of Gemma 3 and Llama 2, mixed into generated strings for their fixtures.
+const sentencePieceSpecials = ['<s>', '</s>', '<unk>', '<bos>', '<eos>', '<pad>', '<mask>', '<start_of_turn>',
+  '<end_of_turn>', '<start_of_image>', '<end_of_image>', '<image_soft_token>', '[multimodal]', '<unused7>',
+  '<0x20>', '<0xFF>', '\u2581', '> </', '<start_of_turn', 'end_of_turn>'];
+
+// testStrings returns count strings: the hand-picked cases, then strings generated from seed. With
+// sentencePiece set, the SentencePiece cases come first and the generator's special-token pool also holds
+// Gemma's and Llama 2's tokens (without it, the output is what it has always been, so the existing fixtures
+// stay the same).
+export function testStrings(seed, count, { sentencePiece = false } = {}) {
   const r = prng(seed);
-  const out = [...hard];
-  while (out.length < count) {
-    const n = 1 + Math.floor(r() * 10);
-    let s = '';
-    for (let i = 0; i < n; i++) {
-      if (i > 0) s += pick(r, separators);
-      s += fragment(r);
+  const out = sentencePiece ? [...sentencePieceHard, ...hard] : [...hard];
+  const saved = specials.length;
+  if (sentencePiece) specials.push(...sentencePieceSpecials);
+  try {
+    while (out.length < count) {
+      const n = 1 + Math.floor(r() * 10);
+      let s = '';
+      for (let i = 0; i < n; i++) {
+        if (i > 0) s += pick(r, separators);
+        s += fragment(r);
+      }
+      out.push(s);
     }
-    out.push(s);
+  } finally {
+    specials.length = saved;
   }
   return out;
 }
