@@ -22,6 +22,8 @@ type templateFamily struct {
 }
 
 func templateFamilies() []templateFamily {
+	smol := hfsnapshot.TinyLlama3
+	smol.VocabSize = hfsnapshot.Qwen3Vocab
 	qwen2 := hfsnapshot.TinyQwen3
 	qwen2.Arch, qwen2.QKNorm = "qwen2", false
 	qwen2.Bias[model.ModQ], qwen2.Bias[model.ModK], qwen2.Bias[model.ModV] = true, true, true
@@ -35,6 +37,10 @@ func templateFamilies() []templateFamily {
 	return []templateFamily{
 		{"llama3 original", "llama3", hfsnapshot.Llama3Tokenizer, hfsnapshot.TinyLlama3, llamaEnd, ""},
 		{"llama3 guarded", "llama3-guarded", hfsnapshot.Llama3Tokenizer, hfsnapshot.TinyLlama3, llamaEnd, ""},
+		{"llama3.1", "llama3.1", hfsnapshot.Llama3Tokenizer, hfsnapshot.TinyLlama3, llamaEnd, ""},
+		{"llama3.2", "llama3.2", hfsnapshot.Llama3Tokenizer, hfsnapshot.TinyLlama3, llamaEnd, ""},
+		// SmolLM2's template on a llama body with Qwen3's tokenizer, which has its <|im_start|> and <|im_end|>.
+		{"smollm2", "smollm2", hfsnapshot.Qwen3Tokenizer, smol, "<|im_end|>", ""},
 		{"qwen2.5", "qwen2.5", hfsnapshot.Qwen3Tokenizer, qwen2, "<|im_end|>", ""},
 		{"qwen3", "qwen3", hfsnapshot.Qwen3Tokenizer, hfsnapshot.TinyQwen3, "<|im_end|>", "<think>\n\n</think>\n\n"},
 		{"gemma3", "gemma3", hfsnapshot.Gemma3Tokenizer, gemma3, "<end_of_turn>", ""},
