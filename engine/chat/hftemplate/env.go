@@ -2,6 +2,7 @@ package hftemplate
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -126,7 +127,18 @@ func (g *generationStatement) String() string {
 }
 
 func (g *generationStatement) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
-	return r.Inherit().ExecuteWrapper(g.body)
+	marks, _ := r.Environment.Context.Get(generationMarksVar)
+	if marks != true {
+		return r.Inherit().ExecuteWrapper(g.body)
+	}
+	if _, err := io.WriteString(r.Output, generationOpen); err != nil {
+		return err
+	}
+	if err := r.Inherit().ExecuteWrapper(g.body); err != nil {
+		return err
+	}
+	_, err := io.WriteString(r.Output, generationClose)
+	return err
 }
 
 func generationParser(p *parser.Parser, args *parser.Parser) (nodes.ControlStructure, error) {

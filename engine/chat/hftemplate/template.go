@@ -145,7 +145,13 @@ func (t *Template) Render(req Request) (string, error) {
 // renderState is what one rendering's globals report back.
 type renderState struct{ raised *RaisedError }
 
-func (t *Template) render(msgs, tools []any, addGenerationPrompt bool, kwargs map[string]any) (out string, err error) {
+func (t *Template) render(msgs, tools []any, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	return t.renderMarked(msgs, tools, addGenerationPrompt, kwargs, false)
+}
+
+// renderMarked renders; with marks, {% generation %} blocks write generationOpen and generationClose
+// around their output (generation.go).
+func (t *Template) renderMarked(msgs, tools []any, addGenerationPrompt bool, kwargs map[string]any, marks bool) (out string, err error) {
 	var state renderState
 	data := map[string]any{
 		"messages":              msgs,
@@ -178,8 +184,11 @@ func (t *Template) render(msgs, tools []any, addGenerationPrompt bool, kwargs ma
 	if t.eos != "" {
 		data["eos_token"] = t.eos
 	}
+	if marks {
+		data[generationMarksVar] = true
+	}
 	for k, v := range kwargs {
-		if _, reserved := data[k]; reserved && k != "bos_token" && k != "eos_token" {
+		if _, reserved := data[k]; (reserved || k == generationMarksVar) && k != "bos_token" && k != "eos_token" {
 			return "", fmt.Errorf("%w: template variable %q is set by the renderer", ErrInvalidInput, k)
 		}
 		val, err := kwargValue(v)

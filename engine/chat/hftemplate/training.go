@@ -72,7 +72,8 @@ var defaultEndMarkers = []string{"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|en
 // rewrite earlier turns, as a header that begins the generation prompt followed by an end of the
 // generated text and the same marker (Qwen3 keeps only the answer of turns before the last user
 // message, and drops the empty <think></think> of turns that are not last). Anything else is ErrMask,
-// naming what the template does that keeps the turn from being located.
+// naming what the template does that keeps the turn from being located. A template with
+// {% generation %} blocks has the last word on what each located turn trains (generation.go).
 func (t *Template) RenderTraining(req Request) (*Training, error) {
 	msgs, err := messageValues(req.Messages)
 	if err != nil {
@@ -91,6 +92,7 @@ func (t *Template) RenderTraining(req Request) (*Training, error) {
 	markers := t.endMarkers()
 	pos := 0       // the part of full already segmented
 	prevTurn := "" // Render(messages[:j+1]) of the previous trainable turn j
+	var at []located
 	for i, m := range req.Messages {
 		if !m.Trainable {
 			continue
@@ -154,10 +156,23 @@ func (t *Template) RenderTraining(req Request) (*Training, error) {
 		tr.add(rendered, true, i)
 		tr.add(end, true, i)
 		tr.Turns = append(tr.Turns, Turn{Message: i, Generated: generated, End: end, Rendered: rendered, AsGenerated: rendered == generated})
+		at = append(at, located{start: start, body: start + headerLen})
 		pos = start + headerLen + len(rendered) + len(end)
 		prevTurn = through
 	}
 	tr.add(full[pos:], false, -1)
+	if len(tr.Turns) == 0 {
+		return tr, nil
+	}
+	spans, err := t.generationSpans(msgs, tools, req.Kwargs, full)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMask, err)
+	}
+	if spans != nil {
+		if err := tr.useGenerationSpans(spans, at); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMask, err)
+		}
+	}
 	return tr, nil
 }
 

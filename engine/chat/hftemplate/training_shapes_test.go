@@ -12,7 +12,8 @@ import (
 // TestTrainingTemplateShapes locates trainable turns in templates that frame turns in the ways real ones
 // do, none of which the turn marking may depend on: trimming content and always appending the generation
 // prompt (Meta-Llama-3-8B-Instruct's original template), a default system prompt with the date, a turn
-// closed by a newline or by nothing, and a marker after tool calls that plain answers do not end with.
+// closed by a newline or by nothing, and a marker after tool calls that plain answers do not end with;
+// {% generation %} blocks, where a template has them, decide what is trained.
 func TestTrainingTemplateShapes(t *testing.T) {
 	call := chat.ToolCall{ID: "c1", Name: "get_weather", Arguments: `{"city": "Oslo"}`}
 	cases := []struct {
@@ -52,6 +53,18 @@ func TestTrainingTemplateShapes(t *testing.T) {
 {% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}`,
 		msgs: []chat.Message{user("Weather in Oslo?"), assistant("", "", call), {Role: "tool", Content: "3 C", ToolCallID: "c1"}, assistant("3 degrees.", "")},
 		want: []Turn{{Message: 1, Generated: `get_weather({"city": "Oslo"})`, End: "<|eom_id|>"}, {Message: 3, Generated: "3 degrees.", End: "<|eot_id|>"}},
+	}, {
+		name: "{% generation %} blocks decide: the newline after the marker is trained",
+		source: `{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\n' }}{% generation %}{{ m.content + '<|im_end|>\n' }}{% endgeneration %}` +
+			`{% else %}{{ '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`,
+		msgs: []chat.Message{user("Hi"), assistant("Hello!", ""), user("Bye"), assistant("Bye.", "")},
+		want: []Turn{{Message: 1, Generated: "Hello!", End: "<|im_end|>\n"}, {Message: 3, Generated: "Bye.", End: "<|im_end|>\n"}},
+	}, {
+		name: "{% generation %} blocks decide: the marker is not trained",
+		source: `{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\n' }}{% generation %}{{ m.content }}{% endgeneration %}{{ '<|im_end|>\n' }}` +
+			`{% else %}{{ '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`,
+		msgs: []chat.Message{user("Hi"), {Role: "assistant", Content: "Hello!"}, user("Bye"), assistant("Bye.", "")},
+		want: []Turn{{Message: 3, Generated: "Bye."}},
 	}, {
 		name:  "content holding the marker's text",
 		model: "llama3-guarded",
