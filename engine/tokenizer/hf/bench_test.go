@@ -33,8 +33,13 @@ func loopCPU(b *testing.B, bytes int, f func()) {
 }
 
 // BenchmarkLoad measures New on the 11 MB Qwen3 tokenizer.json (decompression excluded).
-func BenchmarkLoad(b *testing.B) {
-	f := files(b, qwen3Dir)
+func BenchmarkLoad(b *testing.B) { benchLoad(b, qwen3Dir) }
+
+// BenchmarkLoadGemma3 measures New on Gemma 3's 33 MB tokenizer.json (262,144 tokens, 514,906 merges).
+func BenchmarkLoadGemma3(b *testing.B) { benchLoad(b, gemma3Dir) }
+
+func benchLoad(b *testing.B, dir string) {
+	f := files(b, dir)
 	loopCPU(b, len(f.tok), func() {
 		if _, err := New(f.tok, f.cfg); err != nil {
 			b.Fatal(err)
@@ -83,6 +88,23 @@ func BenchmarkEncodeTypicalQwen3(b *testing.B) {
 }
 func BenchmarkEncodeSpecialQwen3(b *testing.B) { benchEncode(b, qwen3Dir, true) }
 func BenchmarkEncodeLlama3(b *testing.B)       { benchEncode(b, llama3Dir, false) }
+func BenchmarkEncodeGemma3(b *testing.B)       { benchEncode(b, gemma3Dir, false) }
+func BenchmarkEncodeLlama2(b *testing.B)       { benchEncode(b, llama2Dir, false) }
+
+// BenchmarkEncodeStringsGemma3 is BenchmarkEncodeStringsQwen3 on Gemma 3's tokenizer.
+func BenchmarkEncodeStringsGemma3(b *testing.B) {
+	tk := loadDir(b, gemma3Dir)
+	f := readFixture(&testing.T{}, "qwen3")
+	total := 0
+	for _, c := range f.Cases {
+		total += len(c.Text)
+	}
+	loopCPU(b, total, func() {
+		for _, c := range f.Cases {
+			tk.EncodeSpecial(c.Text)
+		}
+	})
+}
 
 // BenchmarkEncodeQwen3Cold is Encode with an empty word cache: every piece is merged.
 func BenchmarkEncodeQwen3Cold(b *testing.B) {

@@ -237,3 +237,116 @@ func parseMerges(raw []byte, f func(a, b []byte) error) error {
 		}
 	}
 }
+
+// skipString moves past a JSON string without decoding it; the value's own parser, or encoding/json,
+// checks its escapes later.
+func (s *jsonScan) skipString() error {
+	if err := s.expect('"'); err != nil {
+		return err
+	}
+	for {
+		k := bytes.IndexByte(s.b[s.i:], '"')
+		if k < 0 {
+			return errors.New("unterminated string")
+		}
+		s.i += k + 1
+		// The quote ends the string unless an odd number of backslashes escapes it.
+		n := 0
+		for j := s.i - 2; j >= 0 && s.b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return nil
+		}
+	}
+}
+
+// skipValue moves past one JSON value, nested or not. It only follows brackets and strings: whoever reads
+// the value checks its grammar.
+func (s *jsonScan) skipValue() error {
+	depth := 0
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; c {
+		case ' ', '\t', '\r', '\n':
+			s.ws()
+			continue
+		case '"':
+			if err := s.skipString(); err != nil {
+				return err
+			}
+		case '{', '[':
+			depth++
+			s.i++
+		case '}', ']':
+			if depth == 0 {
+				return fmt.Errorf("offset %d: unexpected %q", s.i, c)
+			}
+			depth--
+			s.i++
+		case ',', ':':
+			if depth == 0 {
+				return fmt.Errorf("offset %d: unexpected %q", s.i, c)
+			}
+			s.i++
+			continue
+		default:
+			start := s.i
+			for s.i < len(s.b) && !isDelimiter(s.b[s.i]) {
+				s.i++
+			}
+			if s.i == start {
+				return fmt.Errorf("offset %d: unexpected %q", s.i, c)
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+	return errors.New("unexpected end")
+}
+
+func isDelimiter(c byte) bool {
+	switch c {
+	case ',', ':', '[', ']', '{', '}', '"', ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}
+
+// object reads a JSON object at the scanner, calling field with each key while the scanner is at its
+// value, which field must consume.
+func (s *jsonScan) object(field func(key string) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		s.ws()
+		if err := field(string(k)); err != nil {
+			return errAt(string(k), err)
+		}
+		if more, err := s.more('}'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// rawValue moves past one value and returns its bytes.
+func (s *jsonScan) rawValue() ([]byte, error) {
+	s.ws()
+	start := s.i
+	if err := s.skipValue(); err != nil {
+		return nil, err
+	}
+	return s.b[start:s.i], nil
+}
