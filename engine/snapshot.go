@@ -279,9 +279,15 @@ func hfBase(name, dir string, w *model.Weights, cfgJSON []byte) (*Base, error) {
 		}
 		return nil, &SnapshotError{File: filepath.Join(dir, tokenizerFile), Err: err}
 	}
-	if tok.VocabSize() > w.Cfg.VocabSize {
-		return nil, &SnapshotError{File: filepath.Join(dir, configFile), Field: "vocab_size",
-			Err: fmt.Errorf("%d is smaller than the tokenizer's %d ids", w.Cfg.VocabSize, tok.VocabSize())}
+	// The tokenizer may hold more ids than the embedding has rows when the extra ones are added tokens the
+	// text model never sees: Gemma 3's tokenizer.json ends with <image_soft_token> (262,144), a placeholder
+	// of the vision tower, and its text models (270M, 1B) embed 262,144 tokens. Plain text never encodes to
+	// such a token, and a prompt that spells one out is refused by the model's id check, not run.
+	for id := w.Cfg.VocabSize; id < tok.VocabSize(); id++ {
+		if tok.TokenBytes(id) != nil && !tok.IsAdded(id) {
+			return nil, &SnapshotError{File: filepath.Join(dir, configFile), Field: "vocab_size",
+				Err: fmt.Errorf("%d is smaller than the tokenizer's %d ids", w.Cfg.VocabSize, tok.VocabSize())}
+		}
 	}
 	tcPath := filepath.Join(dir, tokenizerConfigFile)
 	tc, err := hftemplate.LoadConfig(tcPath)
