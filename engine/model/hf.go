@@ -43,6 +43,7 @@ type hfConfig struct {
 	SlidingPattern2  int             `json:"_sliding_window_pattern,omitempty"` // transformers ≥ 4.53's name
 	LayerTypes       []string        `json:"layer_types,omitempty"`
 	RopeLocalBase    float64         `json:"rope_local_base_freq,omitempty"`
+	Bidirectional    bool            `json:"use_bidirectional_attention,omitempty"` // EmbeddingGemma's
 	TextConfig       json.RawMessage `json:"text_config,omitempty"` // Gemma3ForConditionalGeneration's
 }
 
@@ -168,6 +169,9 @@ func parseGemma3(js []byte, h hfConfig) (Config, error) {
 		}
 		_ = json.Unmarshal(js, &outer) // read once above
 		g.TieEmbeddings = outer.Tie == nil || *outer.Tie
+	}
+	if g.Bidirectional {
+		return Config{}, fmt.Errorf("%w: use_bidirectional_attention is not supported (a causal LM)", ErrConfig)
 	}
 	if g.HiddenActivation != "gelu_pytorch_tanh" {
 		return Config{}, fmt.Errorf("%w: hidden_activation %q is not supported (gelu_pytorch_tanh)", ErrConfig, g.HiddenActivation)

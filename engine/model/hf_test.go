@@ -145,3 +145,129 @@ func TestLoadWeightsArchitectures(t *testing.T) {
 		}
 	}
 }
+
+// Gemma 3's config.json files as published (gemma-3-270m: layer_types, transformers 4.55; gemma-3-1b-it:
+// sliding_window_pattern, 4.50; gemma-3-4b-it: the multimodal wrapper whose text_config leaves most fields
+// to Gemma3TextConfig's defaults), trimmed of fields the engine ignores.
+const (
+	gemma270mConfig = `{"_sliding_window_pattern":6,"architectures":["Gemma3ForCausalLM"],"attention_bias":false,
+		"attn_logit_softcapping":null,"bos_token_id":2,"eos_token_id":1,"final_logit_softcapping":null,"head_dim":256,
+		"hidden_activation":"gelu_pytorch_tanh","hidden_size":640,"intermediate_size":2048,"layer_types":[
+		"sliding_attention","sliding_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+		"sliding_attention","sliding_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+		"sliding_attention","sliding_attention","sliding_attention","sliding_attention","sliding_attention","full_attention"],
+		"max_position_embeddings":32768,"model_type":"gemma3_text","num_attention_heads":4,"num_hidden_layers":18,
+		"num_key_value_heads":1,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_local_base_freq":10000.0,
+		"rope_scaling":null,"rope_theta":1000000.0,"sliding_window":512,"torch_dtype":"bfloat16",
+		"use_bidirectional_attention":false,"vocab_size":262144}`
+	gemma1bConfig = `{"architectures":["Gemma3ForCausalLM"],"attention_bias":false,"attn_logit_softcapping":null,
+		"cache_implementation":"hybrid","eos_token_id":[1,106],"final_logit_softcapping":null,"head_dim":256,
+		"hidden_activation":"gelu_pytorch_tanh","hidden_size":1152,"intermediate_size":6912,"max_position_embeddings":32768,
+		"model_type":"gemma3_text","num_attention_heads":4,"num_hidden_layers":26,"num_key_value_heads":1,
+		"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_local_base_freq":10000,"rope_scaling":null,
+		"rope_theta":1000000,"sliding_window":512,"sliding_window_pattern":6,"torch_dtype":"bfloat16","vocab_size":262144}`
+	gemma4bConfig = `{"architectures":["Gemma3ForConditionalGeneration"],"boi_token_index":255999,"eoi_token_index":256000,
+		"eos_token_id":[1,106],"image_token_index":262144,"mm_tokens_per_image":256,"model_type":"gemma3",
+		"text_config":{"hidden_size":2560,"intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34,
+		"rope_scaling":{"factor":8.0,"rope_type":"linear"},"sliding_window":1024},"torch_dtype":"bfloat16",
+		"vision_config":{"hidden_size":1152,"image_size":896,"intermediate_size":4304,"model_type":"siglip_vision_model",
+		"num_attention_heads":16,"num_hidden_layers":27,"patch_size":14,"vision_use_head":false}}`
+)
+
+func TestParseHFConfigGemma3(t *testing.T) {
+	for name, tc := range map[string]struct {
+		js     string
+		params int
+		check  func(c Config) bool
+	}{
+		// gemma-3-270m's and gemma-3-1b's published parameter counts.
+		"270m": {gemma270mConfig, 268098176, func(c Config) bool {
+			return c.Dim == 640 && c.HeadDim == 256 && c.KVHeads == 1 && c.SlidingWindow == 512 && c.SlidingPattern == 6
+		}},
+		"1b": {gemma1bConfig, 999885952, func(c Config) bool {
+			return c.Dim == 1152 && c.Hidden == 6912 && c.Layers == 26 && c.SlidingPattern == 6 && c.RopeLinear == 0
+		}},
+		"4b": {gemma4bConfig, 0, func(c Config) bool { // defaults: 8 heads, 4 KV heads, vocabulary 262,208
+			return c.Dim == 2560 && c.Heads == 8 && c.KVHeads == 4 && c.VocabSize == 262208 && c.RopeLinear == 8 &&
+				c.SlidingWindow == 1024 && c.MaxSeqLen == 131072 && c.QueryScalar == 256 && c.TiedEmbeddings
+		}},
+	} {
+		c, err := ParseHFConfig([]byte(tc.js))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !c.QKNorm || !c.NormPlusOne || !c.SandwichNorm || !c.EmbedScale || !c.GeluTanh || c.Arch != "gemma3_text" ||
+			c.RopeTheta != 1e6 || c.RopeLocalTheta != 1e4 || c.AttnSoftcap != 0 || c.FinalSoftcap != 0 || !tc.check(c) {
+			t.Errorf("%s: %+v", name, c)
+		}
+		if tc.params != 0 && c.NumParams() != tc.params {
+			t.Errorf("%s: %d parameters, want %d", name, c.NumParams(), tc.params)
+		}
+		for l := 0; l < c.Layers; l++ { // every sixth layer global
+			if c.Local(l) != ((l+1)%6 != 0) {
+				t.Errorf("%s: layer %d local %v", name, l, c.Local(l))
+			}
+		}
+		js, err := c.HFConfigJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := ParseHFConfig(js); err != nil || back != c {
+			t.Errorf("%s: round trip %+v, %v", name, back, err)
+		}
+	}
+	for field, js := range map[string]string{
+		"hidden_activation":           `{"model_type":"gemma3_text","hidden_activation":"silu"}`,
+		"use_bidirectional_attention": `{"model_type":"gemma3_text","use_bidirectional_attention":true}`,
+		"layer_types":                 `{"model_type":"gemma3_text","num_hidden_layers":3,"layer_types":["full_attention","sliding_attention","full_attention"]}`,
+		"rope_scaling":                `{"model_type":"gemma3_text","rope_scaling":{"rope_type":"yarn","factor":2}}`,
+		"text_config":                 `{"model_type":"gemma3"}`,
+		"sliding_window":              `{"model_type":"gemma3_text","sliding_window":null}`,
+	} {
+		if _, err := ParseHFConfig([]byte(js)); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
+
+// TestLoadWeightsGemma3Prefixes: the text model of a Gemma3ForConditionalGeneration checkpoint loads from
+// either prefix transformers wrote (language_model.model. and model.language_model.), beside vision tensors
+// it does not read, into the weights a Gemma3ForCausalLM checkpoint of the same tensors gives.
+func TestLoadWeightsGemma3Prefixes(t *testing.T) {
+	cfg := tinyGemma3(false)
+	w := randomModel(t, cfg, 3)
+	want := map[string]safetensors.Tensor{}
+	for _, ts := range SafetensorsList(w.Tensors()) {
+		want[ts.Name] = ts
+	}
+	for _, prefix := range []string{"language_model.model.", "model.language_model."} {
+		renamed := map[string]safetensors.Tensor{"vision_tower.vision_model.post_layernorm.weight": {
+			Name: "vision_tower.vision_model.post_layernorm.weight", Shape: []int{3}, Data: []float32{1, 2, 3}}}
+		for name, ts := range want {
+			ts.Name = prefix + strings.TrimPrefix(name, "model.")
+			renamed[ts.Name] = ts
+		}
+		got, err := LoadWeights(cfg, renamed, F32)
+		if err != nil {
+			t.Fatalf("%s: %v", prefix, err)
+		}
+		gt := got.Tensors()
+		for i, ts := range w.Tensors() {
+			if gt[i].Name != ts.Name || !slicesEqual(gt[i].Data, ts.Data) {
+				t.Fatalf("%s: tensor %s differs", prefix, ts.Name)
+			}
+		}
+	}
+}
+
+func slicesEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}

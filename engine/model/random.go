@@ -8,7 +8,7 @@ import (
 )
 
 // NewRandomWeights returns weights of cfg stored as dtype with matrices drawn from N(0, 0.02), norm gains 1
-// and biases 0: a real model's shape, storage and memory without its weights, for benchmarks and memory
+// (Gemma's offsets 0) and biases 0: a real model's shape, storage and memory without its weights, for benchmarks and memory
 // measurements. A bfloat16 model is drawn a row at a time, so it never exists in float32.
 func NewRandomWeights(cfg Config, dtype DType, seed int64) (*Weights, error) {
 	w, err := newWeights(cfg, dtype)
@@ -21,6 +21,8 @@ func NewRandomWeights(cfg Config, dtype DType, seed int64) (*Weights, error) {
 		switch {
 		case len(t.Shape) == 1 && strings.HasSuffix(t.Name, ".bias"):
 			clear(t.Data)
+		case len(t.Shape) == 1 && cfg.NormPlusOne:
+			clear(t.Data) // gains 1 + 0
 		case len(t.Shape) == 1:
 			for i := range t.Data {
 				t.Data[i] = 1
