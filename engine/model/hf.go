@@ -44,7 +44,7 @@ type hfConfig struct {
 	LayerTypes       []string        `json:"layer_types,omitempty"`
 	RopeLocalBase    float64         `json:"rope_local_base_freq,omitempty"`
 	Bidirectional    bool            `json:"use_bidirectional_attention,omitempty"` // EmbeddingGemma's
-	TextConfig       json.RawMessage `json:"text_config,omitempty"` // Gemma3ForConditionalGeneration's
+	TextConfig       json.RawMessage `json:"text_config,omitempty"`                 // Gemma3ForConditionalGeneration's
 }
 
 // gemma3Defaults are Gemma3TextConfig's defaults, which the published config.json files rely on for the
