@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -35,18 +36,34 @@ import (
 var torchScript []byte
 
 // shape is a model architecture to measure at. The configs are Llama config.json files with the dimensions
-// of the named models (Qwen2.5's q/k/v biases left out on both sides: a vector add per projection).
+// of the named models (Qwen2.5's q/k/v biases left out on both sides: a vector add per projection), and
+// Gemma 3's own.
 type shape struct {
 	name, config string
+	// limit, when set, is the memory limit a training step runs under (as TRAINYARD_MEMORY_LIMIT sets it
+	// for a job: micro-batches sized by Base.FitStepMemory): issue 22's budgets for Gemma 3.
+	limit int64
 }
 
 var shapes = []shape{
 	{"SmolLM2-135M", `{"model_type":"llama","vocab_size":49152,"hidden_size":576,"intermediate_size":1536,
 		"num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"head_dim":64,
-		"max_position_embeddings":8192,"rope_theta":100000,"rms_norm_eps":1e-5,"tie_word_embeddings":true}`},
+		"max_position_embeddings":8192,"rope_theta":100000,"rms_norm_eps":1e-5,"tie_word_embeddings":true}`, 0},
 	{"Qwen2.5-0.5B", `{"model_type":"llama","vocab_size":151936,"hidden_size":896,"intermediate_size":4864,
 		"num_hidden_layers":24,"num_attention_heads":14,"num_key_value_heads":2,"head_dim":64,
-		"max_position_embeddings":32768,"rope_theta":1000000,"rms_norm_eps":1e-6,"tie_word_embeddings":true}`},
+		"max_position_embeddings":32768,"rope_theta":1000000,"rms_norm_eps":1e-6,"tie_word_embeddings":true}`, 0},
+	// Gemma 3's text models as published (Gemma3ForCausalLM): local layers with a 512-position window, every
+	// sixth global.
+	{"Gemma3-270M", `{"model_type":"gemma3_text","vocab_size":262144,"hidden_size":640,"intermediate_size":2048,
+		"num_hidden_layers":18,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,
+		"max_position_embeddings":32768,"rope_theta":1000000,"rope_local_base_freq":10000,"rms_norm_eps":1e-6,
+		"query_pre_attn_scalar":256,"sliding_window":512,"sliding_window_pattern":6,"tie_word_embeddings":true}`,
+		1500e6},
+	{"Gemma3-1B", `{"model_type":"gemma3_text","vocab_size":262144,"hidden_size":1152,"intermediate_size":6912,
+		"num_hidden_layers":26,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,
+		"max_position_embeddings":32768,"rope_theta":1000000,"rope_local_base_freq":10000,"rms_norm_eps":1e-6,
+		"query_pre_attn_scalar":256,"sliding_window":512,"sliding_window_pattern":6,"tie_word_embeddings":true}`,
+		4e9},
 }
 
 // result is one measurement, printed by a child as a JSON line.
@@ -72,7 +89,7 @@ func main() {
 		decode    = flag.Int("decode", 32, "decoding steps")
 		python    = flag.String("python", "/usr/bin/python3", "Python with torch (compare)")
 		threads   = flag.Int("threads", runtime.GOMAXPROCS(0), "threads of both systems (compare)")
-		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
+		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8,Gemma3-1B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
 		only      = flag.String("shapes", "", "comma-separated shapes to run (compare; default all)")
 		profile   = flag.String("cpuprofile", "", "write a CPU profile of the workload to this file (not with -compare)")
 	)
@@ -154,6 +171,16 @@ func trainWork(sh shape, work string, n, T, trainable int) error {
 		return err
 	}
 	tr := engine.NewTrainer(b, a, nil)
+	if sh.limit > 0 {
+		est, err := b.FitStepMemory(engine.StepShape{SeqLen: T, Sequences: n, LoRA: engine.DefaultLoRAConfig()}, sh.limit)
+		if err != nil {
+			return err
+		}
+		tr.SetActivationBudget(est.ActivationBudget)
+		// The collector's soft limit too (GOMEMLIMIT): with a live heap of weights and activations, the
+		// default GOGC lets a step's garbage grow to as much again before collecting it.
+		debug.SetMemoryLimit(sh.limit)
+	}
 	mk := func(n int, seed int64) []engine.RLSample {
 		rng := rand.New(rand.NewSource(seed))
 		out := make([]engine.RLSample, n)

@@ -1,6 +1,8 @@
 """The PyTorch side of `enginebench -compare`: the same work as the engine's side, in PyTorch (Debian's
-python3-torch 1.13, CPU). A Llama decoder written out here (no transformers package), random weights, LoRA on
-the seven projections, the same losses and the same optimizer; one JSON line per measurement on stdout.
+python3-torch 1.13, CPU). A Llama decoder written out here (no transformers package; with model_type
+gemma3_text, Gemma 3's: (1 + w) q/k norms and norms after each sublayer, embeddings times sqrt(hidden), a
+GeGLU MLP, query_pre_attn_scalar, sliding-window local layers with their own rope base), random weights, LoRA
+on the seven projections, the same losses and the same optimizer; one JSON line per measurement on stdout.
 `--work rollouts` is the PyTorch side of `rolloutbench` (`make bench-rollouts`): G prompts sampled N times
 each, decoded together as one batch.
 
@@ -44,11 +46,19 @@ class LoRALinear(torch.nn.Module):
         return y
 
 
+def rope_tables(theta, hd, n):
+    half = hd // 2
+    inv = theta ** (-torch.arange(half, dtype=torch.float64) * 2 / hd)
+    ang = torch.arange(n, dtype=torch.float64)[:, None] * inv[None, :]
+    return torch.cat([ang.cos(), ang.cos()], -1).float(), torch.cat([ang.sin(), ang.sin()], -1).float()
+
+
 class Llama(torch.nn.Module):
     def __init__(self, c, rank, alpha):
         super().__init__()
         self.c = c
         d, hd = c["hidden_size"], c["head_dim"]
+        self.gemma = c.get("model_type") == "gemma3_text"
         self.embed = torch.nn.Parameter(torch.randn(c["vocab_size"], d) * 0.02, requires_grad=False)
         self.layers = torch.nn.ModuleList()
         for _ in range(c["num_hidden_layers"]):
@@ -64,16 +74,28 @@ class Llama(torch.nn.Module):
             ly.gate = LoRALinear(c["intermediate_size"], d, rank, alpha)
             ly.up = LoRALinear(c["intermediate_size"], d, rank, alpha)
             ly.down = LoRALinear(d, c["intermediate_size"], rank, alpha)
+            if self.gemma:  # Gemma3RMSNorm's gains are 1 + w: ones here, the same work
+                ly.q_norm = torch.nn.Parameter(torch.ones(hd), requires_grad=False)
+                ly.k_norm = torch.nn.Parameter(torch.ones(hd), requires_grad=False)
+                ly.post_attn_norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
+                ly.post_mlp_norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
             self.layers.append(ly)
         self.norm = torch.nn.Parameter(torch.ones(d), requires_grad=False)
-        half = hd // 2
-        inv = c["rope_theta"] ** (-torch.arange(half, dtype=torch.float64) * 2 / hd)
-        ang = torch.arange(c["max_position_embeddings"], dtype=torch.float64)[:, None] * inv[None, :]
-        self.register_buffer("cos", torch.cat([ang.cos(), ang.cos()], -1).float(), persistent=False)
-        self.register_buffer("sin", torch.cat([ang.sin(), ang.sin()], -1).float(), persistent=False)
+        cos, sin = rope_tables(c["rope_theta"], hd, c["max_position_embeddings"])
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+        if self.gemma:
+            cos, sin = rope_tables(c["rope_local_base_freq"], hd, c["max_position_embeddings"])
+            self.register_buffer("cos_local", cos, persistent=False)
+            self.register_buffer("sin_local", sin, persistent=False)
 
-    def rope(self, x, pos):  # x [B, heads, T, hd]; rotate-half layout as Hugging Face's Llama
-        cos, sin = self.cos[pos], self.sin[pos]
+    def local(self, li):
+        """Gemma 3: every sliding_window_pattern-th layer is global, the others local."""
+        return self.gemma and (li + 1) % self.c["sliding_window_pattern"] != 0
+
+    def rope(self, x, pos, local=False):  # x [B, heads, T, hd]; rotate-half layout as Hugging Face's Llama
+        cos, sin = (self.cos_local, self.sin_local) if local else (self.cos, self.sin)
+        cos, sin = cos[pos], sin[pos]
         h = x.shape[-1] // 2
         rot = torch.cat([-x[..., h:], x[..., :h]], -1)
         return x * cos + rot * sin
@@ -90,10 +112,26 @@ class Llama(torch.nn.Module):
         mask = None
         if T > 1:
             mask = torch.full((T, start + T), float("-inf")).triu(start + 1)
+        scale = 1 / math.sqrt(hd)
+        if self.gemma:
+            x = x * torch.tensor(c["hidden_size"] ** 0.5)
+            scale = c["query_pre_attn_scalar"] ** -0.5
+            # Local layers see the last sliding_window positions (i - j < window), when a pass reaches past it.
+            i, j = pos[:, None], torch.arange(start + T)[None, :]
+            far = (i - j) >= c["sliding_window"]
+            local_mask = None
+            if far.any():
+                local_mask = torch.zeros(T, start + T).masked_fill(far | (j > i), float("-inf"))
         for li, ly in enumerate(self.layers):
+            lm = mask
+            if self.local(li) and local_mask is not None:
+                lm = local_mask
             h = rms_norm(x, ly.attn_norm, eps)
-            q = self.rope(ly.q(h).view(B, T, H, hd).transpose(1, 2), pos)
-            k = self.rope(ly.k(h).view(B, T, KV, hd).transpose(1, 2), pos)
+            q, k = ly.q(h).view(B, T, H, hd), ly.k(h).view(B, T, KV, hd)
+            if self.gemma:
+                q, k = rms_norm(q, ly.q_norm, eps), rms_norm(k, ly.k_norm, eps)
+            q = self.rope(q.transpose(1, 2), pos, self.local(li))
+            k = self.rope(k.transpose(1, 2), pos, self.local(li))
             v = ly.v(h).view(B, T, KV, hd).transpose(1, 2)
             if cache is not None:
                 cache[li][0][:, :, start:start + T] = k
@@ -101,12 +139,18 @@ class Llama(torch.nn.Module):
                 k, v = cache[li][0][:, :, :start + T], cache[li][1][:, :, :start + T]
             # Grouped heads: view q as [B, KV, g·T, hd] so each KV head serves its g query heads, no copies.
             qg = q.reshape(B, KV, g * T, hd)
-            s = torch.matmul(qg, k.transpose(-1, -2)) / math.sqrt(hd)
-            if mask is not None:
-                s = s.view(B, KV, g, T, -1) + mask
+            s = torch.matmul(qg, k.transpose(-1, -2)) * scale
+            if lm is not None:
+                s = s.view(B, KV, g, T, -1) + lm
                 s = s.view(B, KV, g * T, -1)
             a = torch.matmul(torch.softmax(s, -1), v).view(B, H, T, hd)
-            x = x + ly.o(a.transpose(1, 2).reshape(B, T, H * hd))
+            o = ly.o(a.transpose(1, 2).reshape(B, T, H * hd))
+            if self.gemma:
+                x = x + rms_norm(o, ly.post_attn_norm, eps)
+                h = rms_norm(x, ly.mlp_norm, eps)
+                x = x + rms_norm(ly.down(F.gelu(ly.gate(h), approximate="tanh") * ly.up(h)), ly.post_mlp_norm, eps)
+                continue
+            x = x + o
             h = rms_norm(x, ly.mlp_norm, eps)
             x = x + ly.down(F.silu(ly.gate(h)) * ly.up(h))
         return rms_norm(x, self.norm, eps)
