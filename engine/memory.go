@@ -66,7 +66,7 @@ func EstimateStepMemory(configJSON []byte, s StepShape) (MemoryEstimate, error) 
 	if err != nil {
 		return MemoryEstimate{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	return estimate(cfg, cfg.WeightBytes(model.BF16)+model.RopeBytes(cfg), s)
+	return estimate(cfg, cfg.WeightBytes(model.BF16)+model.PackedBytes(cfg)+model.RopeBytes(cfg), s)
 }
 
 // EstimateStepMemory estimates the peak memory of a training step of shape s on b.

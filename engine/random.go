@@ -24,5 +24,6 @@ func NewRandomBase(name string, configJSON []byte, seed int64) (*Base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
+	w.Pack()
 	return &Base{name: name, w: w, tok: tok, tmpl: chat.NewTemplate(tok), thinkStart: -1, thinkEnd: -1, shared: &baseShared{}}, nil
 }

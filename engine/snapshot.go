@@ -258,11 +258,13 @@ func OpenSnapshot(name, dir string) (*Base, error) {
 		}
 		opened = append(opened, st)
 	}
-	// The frozen base is held in bfloat16 (fp32 accumulation), half the memory of float32.
+	// The frozen base is held in bfloat16 (fp32 accumulation), half the memory of float32, and laid out once
+	// for the batched products of training and chat.
 	w, err := loadWeights(cfg, opened, model.BF16)
 	if err != nil {
 		return nil, err
 	}
+	w.Pack()
 	if _, err := os.Stat(filepath.Join(dir, tokenizerFile)); errors.Is(err, os.ErrNotExist) {
 		return byteLevelBase(name, w)
 	}

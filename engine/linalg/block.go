@@ -63,6 +63,23 @@ func split(total, limit, align int) int {
 // row of a (see packABlockTAVX512). C is scaled by beta in the first k block only.
 func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmBlocked(kern, workers, transA, m, n, k, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
+		if kern.packB != nil {
+			kern.packB(dst, b, ldb, transB, p0, kc, j0, cols)
+		} else {
+			packB(dst, b, ldb, transB, p0, kc, j0, cols, kern.nr)
+		}
+	}, beta, c, ldc)
+}
+
+// packBlock writes the kc×cols block of op(B) starting at (p0, j0) into dst as kc groups of the kernel's nr
+// values, zero-filling columns past cols: how the blocked driver reads B, whatever B's storage.
+type packBlock func(dst []float32, p0, kc, j0, cols int)
+
+// sgemmBlocked is sgemmPacked with op(B) read through packB, so that B can be stored otherwise than as a
+// float32 matrix (bfloat16 weights already laid out in the kernel's panels: see PackedBF16).
+func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int,
+	packB packBlock, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -100,12 +117,7 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 					kern.packATBlock(buf.ablock, a, lda, m, p0, pa, min(kcur, pa+blockAChunk), kcur)
 					return
 				}
-				dst, jj, cols := bp[it*kcur*nr:], j0+it*nr, min(nr, ncur-it*nr)
-				if kern.packB != nil {
-					kern.packB(dst, b, ldb, transB, p0, kcur, jj, cols)
-				} else {
-					packB(dst, b, ldb, transB, p0, kcur, jj, cols, nr)
-				}
+				packB(bp[it*kcur*nr:], p0, kcur, j0+it*nr, min(nr, ncur-it*nr))
 			})
 			// Few row panels (small m): split the columns too so every worker gets several units.
 			groups := 1

@@ -50,10 +50,7 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		// gradients, k = tokens) packing once is cheaper.
 		smallRows(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
-		kern := kernel
-		if narrowKernel != nil && n <= narrowKernel.nr {
-			kern = narrowKernel
-		}
+		kern := kernelFor(n)
 		workers, release := acquireWorkers(m, n, k)
 		defer release()
 		sgemmPacked(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -70,4 +67,12 @@ func gemvEachRow(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 		}
 		gemv(transA, transB, 1, n, k, alpha, ai, lda, b, ldb, beta, c[i*ldc:], ldc)
 	}
+}
+
+// kernelFor is the blocked kernel for products n columns wide.
+func kernelFor(n int) *microKernel {
+	if narrowKernel != nil && n <= narrowKernel.nr {
+		return narrowKernel
+	}
+	return kernel
 }

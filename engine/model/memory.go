@@ -61,5 +61,5 @@ func RopeBytes(c Config) int64 {
 	return n
 }
 
-// MemoryBytes is the memory of the weights and the rotary table.
-func (w *Weights) MemoryBytes() int64 { return w.Bytes() + RopeBytes(w.Cfg) }
+// MemoryBytes is the memory of the weights (their packed layout included) and the rotary table.
+func (w *Weights) MemoryBytes() int64 { return w.Bytes() + w.packedBytes() + RopeBytes(w.Cfg) }

@@ -1,0 +1,160 @@
+package linalg
+
+import "fmt"
+
+// PackedBF16 is a frozen bfloat16 matrix W [n × k] (a base model's weight in PyTorch's layout, out × in) laid
+// out once for the blocked kernel's products x·Wᵀ. For each block of k-steps the driver will take (kc of them,
+// split as the driver splits k), it holds ⌈n/nr⌉ panels of kc groups of nr values (nr consecutive rows of W,
+// zero past n): exactly the packed op(B) the kernel reads, in half the bytes. A product then widens each
+// panel it needs in one contiguous pass. Without it, every product widened W's rows into scratch and
+// transposed them into panels again (a scalar loop on AVX2: 17% of a training step), although the weights
+// never change; decoding a batch took the register tiles, which widen every value once per 3 rows of A.
+type PackedBF16 struct {
+	n, k   int
+	nr, kc int
+	data   []uint16
+}
+
+// PackBF16 lays out the n × k bfloat16 matrix w (row stride ldw) for SgemmPackedBF16.
+func PackBF16(n, k int, w []uint16, ldw int) *PackedBF16 {
+	if n < 0 || k < 0 || ldw < max(k, 1) || (n > 0 && k > 0 && len(w) < (n-1)*ldw+k) {
+		panic(fmt.Sprintf("linalg.PackBF16: %d values with stride %d cannot hold %d×%d", len(w), ldw, n, k))
+	}
+	kern := kernelFor(n)
+	p := &PackedBF16{n: n, k: k, nr: kern.nr, kc: split(max(k, 1), kcMax, 1)}
+	nPad := roundUp(n, p.nr)
+	p.data = make([]uint16, k*nPad)
+	panels := nPad / p.nr
+	workers, release := acquireWorkers(n, k, 1)
+	defer release()
+	// One unit per panel and k block: each reads nr rows of W over kc steps and writes one contiguous panel.
+	blocks := (k + p.kc - 1) / p.kc
+	parallelFor(workers, blocks*panels, func(_, u int) {
+		p0, jp := u/panels*p.kc, u%panels
+		kcur := min(p.kc, k-p0)
+		panel := p.data[p0*nPad+jp*kcur*p.nr : p0*nPad+(jp+1)*kcur*p.nr]
+		for r := range min(p.nr, n-jp*p.nr) {
+			row := w[(jp*p.nr+r)*ldw+p0 : (jp*p.nr+r)*ldw+p0+kcur]
+			for pp, v := range row {
+				panel[pp*p.nr+r] = v
+			}
+		}
+	})
+	return p
+}
+
+// Rows and Cols are W's shape: n × k.
+func (p *PackedBF16) Rows() int { return p.n }
+func (p *PackedBF16) Cols() int { return p.k }
+
+// Bytes is the memory the packed matrix takes.
+func (p *PackedBF16) Bytes() int64 { return int64(len(p.data)) * 2 }
+
+// at is W[j, q].
+func (p *PackedBF16) at(j, q int) uint16 {
+	p0 := q / p.kc * p.kc
+	kcur := min(p.kc, p.k-p0)
+	return p.data[p0*roundUp(p.n, p.nr)+j/p.nr*kcur*p.nr+(q-p0)*p.nr+j%p.nr]
+}
+
+// SgemmPackedBF16 computes C = alpha·A·Wᵀ + beta·C for the m × k row-major A (stride lda) and the packed n × k
+// W, into the m × n C (stride ldc): Sgemm(false, true, ...) with B = W, in float32 throughout (every value
+// of W is exact in float32), so the result is Sgemm's on the widened matrix up to summation order.
+func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+	n, k := p.n, p.k
+	if m < 0 {
+		panic("linalg.SgemmPackedBF16: negative dimension")
+	}
+	checkMatrix("A", false, m, k, a, lda)
+	checkMatrix("C", false, m, n, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleMatrix(m, n, beta, c, ldc)
+		return
+	}
+	kern := kernelFor(n)
+	nPad := roundUp(n, p.nr)
+	pack := func(dst []float32, p0, kc, j0, cols int) { // any other kernel (a test's, or after SetKernel)
+		for pp := range kc {
+			d := dst[pp*kern.nr : (pp+1)*kern.nr]
+			for j := range cols {
+				d[j] = fromBF16(p.at(j0+j, p0+pp))
+			}
+			clear(d[cols:])
+		}
+	}
+	if kern.nr == p.nr && split(k, kcMax, 1) == p.kc {
+		// The driver's panels are the stored ones: panel j0/nr of block p0 starts at p0·nPad + j0·kc.
+		pack = func(dst []float32, p0, kc, j0, _ int) {
+			o := p0*nPad + j0*kc
+			widenBF16(dst[:kc*p.nr], p.data[o:o+kc*p.nr])
+		}
+	}
+	workers, release := acquireWorkers(m, n, k)
+	defer release()
+	if m <= panelsMaxRows {
+		sgemmPanels(kern, workers, m, n, k, alpha, a, lda, pack, beta, c, ldc)
+		return
+	}
+	sgemmBlocked(kern, workers, false, m, n, k, alpha, a, lda, pack, beta, c, ldc)
+}
+
+// panelsMaxRows is the most rows of A sgemmPanels takes: a decoding batch.
+const panelsMaxRows = 96
+
+// sgemmPanels is the driver for a few rows of A (a decoding batch): per block of k-steps it packs all of A
+// once (at most 96 × 256 values, which stay in L2) and hands out B's panels, each widened into a buffer of
+// the worker's that stays in L1 while every row panel of A passes over it. B is read once, widened once and
+// never written to a shared block: the blocked driver's kc×nc block (768 KiB at k = 576) outgrows the 512 KiB
+// L2 of an AVX2 EPYC, so its kernel read B from L3, and a decoding batch has too few rows to pay for that.
+func sgemmPanels(kern *microKernel, workers, m, n, k int, alpha float32, a []float32, lda int, packB packBlock,
+	beta float32, c []float32, ldc int) {
+	mr, nr := kern.mr, kern.nr
+	kc := split(k, kcMax, 1)
+	rowPanels, colPanels := (m+mr-1)/mr, (n+nr-1)/nr
+	ap := getScratch(rowPanels * mr * kc)
+	defer putScratch(ap)
+	bufs := make([]*[]float32, workers)
+	for w := range bufs {
+		bufs[w] = getScratch(kc * nr)
+	}
+	defer func() {
+		for _, b := range bufs {
+			putScratch(b)
+		}
+	}()
+	// Units of several panels, so that claiming one costs little against its work; four per worker at least.
+	per := max(1, min(8, colPanels/(4*workers)))
+	for p0 := 0; p0 < k; p0 += kc {
+		kcur := min(kc, k-p0)
+		bcur := beta
+		if p0 > 0 {
+			bcur = 1
+		}
+		for ip := range rowPanels {
+			dst := (*ap)[ip*mr*kcur : (ip+1)*mr*kcur]
+			if kern.packA != nil {
+				kern.packA(dst, a, lda, false, ip*mr, min(mr, m-ip*mr), p0, kcur)
+			} else {
+				packA(dst, a, lda, false, ip*mr, min(mr, m-ip*mr), p0, kcur, mr)
+			}
+		}
+		parallelFor(workers, (colPanels+per-1)/per, func(w, u int) {
+			bp := (*bufs[w])[:kcur*nr]
+			for jp := u * per; jp < min(colPanels, (u+1)*per); jp++ {
+				j0 := jp * nr
+				cols := min(nr, n-j0)
+				packB(bp, p0, kcur, j0, cols)
+				for ip := range rowPanels {
+					i0 := ip * mr
+					kern.tile(kcur, (*ap)[ip*mr*kcur:(ip+1)*mr*kcur], bp, c[i0*ldc+j0:], ldc, alpha, bcur, min(mr, m-i0), cols)
+				}
+			}
+		})
+	}
+}
+
+// PackedPanelRows is how many rows of an n-row matrix PackBF16 groups in a panel (it pads n to a multiple).
+func PackedPanelRows(n int) int { return kernelFor(n).nr }

@@ -1,0 +1,98 @@
+package model
+
+import (
+	"context"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// TestPackedWeights: packed bfloat16 weights (Weights.Pack) give the logits, LoRA gradients and batched
+// decoding steps of the same weights unpacked, up to float32 summation order, for every architecture, and
+// account for the memory they add.
+func TestPackedWeights(t *testing.T) {
+	ctx := context.Background()
+	all := [NumModules]bool{true, true, true, true, true, true, true}
+	rng := rand.New(rand.NewSource(3))
+	for name, cfg := range archConfigs() {
+		w := randomModel(t, cfg, 12)
+		plain, packed := w.ToBF16(), w.ToBF16()
+		packed.Pack()
+		if got, want := packed.MemoryBytes()-plain.MemoryBytes(), PackedBytes(cfg); got != want {
+			t.Errorf("%s: packing added %d bytes, PackedBytes says %d", name, got, want)
+		}
+		lora, _ := NewLoRA(cfg, 2, 4, 0, all, 6)
+		for _, ts := range lora.Tensors(cfg) {
+			for i := range ts.Data {
+				ts.Data[i] = float32(math.Cos(float64(i))) * 0.2
+			}
+		}
+		// 4 × 12 tokens: past packedMinRows, so every projection and the head take the packed product.
+		seqs := make([][]int, 4)
+		for s := range seqs {
+			for range 12 {
+				seqs[s] = append(seqs[s], rng.Intn(cfg.VocabSize))
+			}
+		}
+		rows := make([]int, 0, 44)
+		for s := range seqs {
+			for i := range 11 {
+				rows = append(rows, s*12+i)
+			}
+		}
+		grads := func(w *Weights) ([]float32, *LoRA) {
+			p, err := w.Forward(ctx, seqs, PassOptions{LoRA: lora, Keep: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits := append([]float32(nil), p.Logits(rows)...)
+			dl := make([]float32, len(logits))
+			for i := range dl {
+				dl[i] = float32(math.Sin(float64(i))) / float32(len(rows))
+			}
+			g := lora.ZeroLike()
+			if err := p.Backward(ctx, rows, dl, Grads{L: g}); err != nil {
+				t.Fatal(err)
+			}
+			return logits, g
+		}
+		lw, gw := grads(plain)
+		lp, gp := grads(packed)
+		closeTo(t, name+" logits", lp, lw)
+		pt := gw.Tensors(cfg)
+		for i, ts := range gp.Tensors(cfg) {
+			closeTo(t, name+" "+ts.Name, ts.Data, pt[i].Data)
+		}
+		// A decoding step of 30 sequences, each a few positions in.
+		decode := func(w *Weights) []float32 {
+			caches := make([]*Cache, 30)
+			toks := make([]int, 30)
+			for i := range caches {
+				caches[i] = w.NewCache(16)
+				if _, err := w.Prefill(ctx, caches[i], seqs[i%4][:3+i%5], lora); err != nil {
+					t.Fatal(err)
+				}
+				toks[i] = seqs[(i+1)%4][i%12]
+			}
+			out, err := w.Decode(ctx, caches, toks, lora)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append([]float32(nil), out...)
+		}
+		closeTo(t, name+" decoded logits", decode(packed), decode(plain))
+	}
+}
+
+// closeTo fails when got and want differ by more than float32 summation order explains.
+func closeTo(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5+1e-4*math.Abs(float64(want[i]))) {
+			t.Fatalf("%s[%d] = %v, unpacked %v", what, i, got[i], want[i])
+		}
+	}
+}
