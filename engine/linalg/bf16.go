@@ -159,7 +159,23 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		sgemmBF16Cols(transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	// op(B) = B, k × n: widen blocks of whole rows of B (k-steps) and accumulate their products into C.
+	if openblasGemm == nil && m > fewRowsMax && m*n*k >= smallMACs {
+		// op(B) = B, k × n, for many rows (the input gradient of a training step, dy·W): the blocked driver
+		// widens each kc×nr panel straight from B's rows, as it would copy float32 ones.
+		kern := kernelFor(n)
+		workers, release := acquireWorkers(m, n, k)
+		defer release()
+		sgemmBlocked(kern, workers, transA, m, n, k, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
+			for pp := range kc {
+				d := dst[pp*kern.nr : (pp+1)*kern.nr]
+				widenBF16(d[:cols], b[(p0+pp)*ldb+j0:(p0+pp)*ldb+j0+cols])
+				clear(d[cols:])
+			}
+		}, beta, c, ldc)
+		return
+	}
+	// op(B) = B, k × n, for a few rows: widen blocks of whole rows of B (k-steps) and accumulate their
+	// products into C.
 	rows := max(1, bf16Chunk/n)
 	scratch := getScratch(min(rows, k) * n)
 	defer putScratch(scratch)

@@ -52,6 +52,8 @@ func TestSgemmBF16(t *testing.T) {
 		// whole tile, k with and without a remainder past a multiple of 16.
 		{32, 151, 576, false, true}, {64, 1538, 96, false, true}, {2, 7, 16, false, true}, {7, 30, 48, false, true},
 		{63, 9, 17, false, true},
+		// op(B) = B for many rows: panels widened straight from B's rows (n past and short of the panel width).
+		{40, 70, 300, false, false}, {100, 17, 50, false, false}, {33, 1000, 64, true, false},
 	} {
 		ldb := tc.k + 3
 		if !tc.transB {

@@ -22,15 +22,20 @@ func BenchmarkBaseDType(b *testing.B) {
 		b.Fatal(err)
 	}
 	w32.Init(1)
-	bases := map[DType]*Weights{F32: w32, BF16: w32.ToBF16()}
+	packed := w32.ToBF16()
+	packed.Pack() // as snapshots are held
+	bases := []struct {
+		name string
+		w    *Weights
+	}{{string(F32), w32}, {string(BF16), w32.ToBF16()}, {"packed", packed}}
 	prompt := make([]int, 128)
 	rng := rand.New(rand.NewSource(1))
 	for i := range prompt {
 		prompt[i] = rng.Intn(smolLM2.VocabSize)
 	}
 	ctx := context.Background()
-	for _, dt := range []DType{F32, BF16} {
-		w := bases[dt]
+	for _, base := range bases {
+		w, dt := base.w, base.name
 		b.Run(fmt.Sprintf("decode/%s", dt), func(b *testing.B) {
 			c := w.NewCache(2048)
 			if _, err := w.Prefill(ctx, c, prompt[:8], nil); err != nil {
@@ -85,6 +90,7 @@ func BenchmarkBaseDType(b *testing.B) {
 				dl[i] = float32(rng.NormFloat64()) * 1e-4
 			}
 			arena := &Arena{}
+			cpu := processCPU()
 			for i := 0; i < b.N; i++ {
 				arena.Reset()
 				p, err := w.Forward(ctx, seqs, PassOptions{LoRA: lora, Keep: true, Arena: arena})
@@ -97,6 +103,7 @@ func BenchmarkBaseDType(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(4*128*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(4*128*b.N)/(processCPU()-cpu).Seconds(), "tokens/cpu-s")
 		})
 		b.Run(fmt.Sprintf("prefill128/%s", dt), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
