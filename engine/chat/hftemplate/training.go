@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrMask reports a conversation whose trainable turns cannot be located in its rendering with
@@ -205,6 +206,9 @@ func splitTurn(rest, bare, prompt string, markers []string) (generated, end stri
 	}
 	closing := bare[len(prompt)+at+len(probeContent):]
 	d := len(rest) - commonSuffix(rest, closing) // rest[:d] is the turn's own text
+	for d < len(rest) && !utf8.RuneStart(rest[d]) {
+		d++ // the shared ending began inside a character: the character is the turn's
+	}
 	// The turn ends with the first stop marker that ends inside the closing text (one the template
 	// writes, not one the turn's content happens to hold), as sampling stops at the first stop token;
 	// whatever the closing writes before that marker is generated too.
