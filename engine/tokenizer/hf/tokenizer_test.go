@@ -118,3 +118,55 @@ func TestConcurrentEncode(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestGemma3Tokens(t *testing.T) {
+	tk := loadDir(t, gemma3Dir)
+	if got := tk.VocabSize(); got != 262145 {
+		t.Errorf("VocabSize = %d, want 262145 (262,144 tokens and <image_soft_token>)", got)
+	}
+	bos, okB := tk.BOS()
+	eos, okE := tk.EOS()
+	eot, _ := tk.TokenID("<end_of_turn>")
+	if bos != 2 || eos != 106 || eot != 106 || !okB || !okE {
+		t.Errorf("BOS %d, EOS %d, <end_of_turn> %d", bos, eos, eot)
+	}
+	// A rendered turn: the markers are single tokens, spaces are "▁" inside words' tokens.
+	ids := tk.EncodeSpecial("<bos><start_of_turn>user\nHi there<end_of_turn>\n")
+	if ids[0] != bos || ids[1] != 105 || ids[len(ids)-2] != eot || tk.Decode(ids) != "<bos><start_of_turn>user\nHi there<end_of_turn>\n" {
+		t.Errorf("EncodeSpecial = %v, decoded %q", ids, tk.Decode(ids))
+	}
+	if id, ok := tk.TokenID("▁there"); !ok || string(tk.TokenBytes(id)) != " there" {
+		t.Errorf("TokenBytes(▁there) = %q", tk.TokenBytes(id))
+	}
+	// No "▁" in front of the text: Gemma's normalizer only replaces spaces.
+	if got := tk.Encode("Hi"); len(got) != 1 || string(tk.TokenBytes(got[0])) != "Hi" {
+		t.Errorf("Encode(Hi) = %v", got)
+	}
+}
+
+func TestLlama2Tokens(t *testing.T) {
+	tk := loadDir(t, llama2Dir)
+	if got := tk.VocabSize(); got != 32000 {
+		t.Errorf("VocabSize = %d, want 32000", got)
+	}
+	bos, _ := tk.BOS()
+	eos, _ := tk.EOS()
+	if bos != 1 || eos != 2 {
+		t.Errorf("BOS %d, EOS %d", bos, eos)
+	}
+	// The Prepend normalizer puts "▁" in front of the text, and the decoder's Strip takes it off again;
+	// TokenBytes keep it, as a stream shows it.
+	ids := tk.Encode("Hello")
+	if len(ids) != 1 || string(tk.TokenBytes(ids[0])) != " Hello" || tk.Decode(ids) != "Hello" {
+		t.Errorf("Encode(Hello) = %v, bytes %q, decoded %q", ids, tk.TokenBytes(ids[0]), tk.Decode(ids))
+	}
+	// A character outside the vocabulary is its UTF-8 bytes, one byte-fallback token each.
+	ids = tk.Encode("🫠")
+	var b []byte
+	for _, id := range ids[1:] {
+		b = append(b, tk.TokenBytes(id)...)
+	}
+	if len(ids) != 5 || string(b) != "🫠" {
+		t.Errorf("Encode(🫠) = %v (%q)", ids, b)
+	}
+}
