@@ -89,8 +89,9 @@ func (tr *Training) useGenerationSpans(spans [][2]int, at []located) error {
 		}
 		a, b := hit[0][0], hit[0][1]
 		if a >= at[k].start {
-			tr.add(full[pos:at[k].start], false, -1)
-			tr.add(full[at[k].start:a], false, turn.Message)
+			h := max(pos, at[k].start) // the block before may have run into this turn's header
+			tr.add(full[pos:h], false, -1)
+			tr.add(full[h:a], false, turn.Message)
 		} else {
 			tr.add(full[pos:a], false, -1)
 		}
