@@ -6,7 +6,10 @@ import "strings"
 // hf.Tokenizer (Hugging Face tokenizer.json files). Encode treats its input as plain text, so user content
 // can never produce a special token; EncodeSpecial also turns the special tokens written in the text into
 // their ids, for rendered chat templates. Decode(Encode(s)) == s (for tokenizers that normalize, on
-// normalized s). TokenBytes may return part of a UTF-8 sequence: streaming holds such bytes back.
+// normalized s; for SentencePiece-style ones, on s without "▁"). TokenBytes may return part of a UTF-8
+// sequence (a byte-fallback token is one byte): streaming holds such bytes back. A stream is the
+// concatenation of TokenBytes; Decode may differ from it at the start of the text (Llama 2's decoder
+// strips the space its normalizer put in front).
 type Codec interface {
 	VocabSize() int
 	Encode(text string) []int
