@@ -25,7 +25,7 @@ type Tokenizer struct {
 var (
 	Qwen3Tokenizer  = Tokenizer{Dir: "qwen3", EOS: []int{151645, 151643}}
 	Llama3Tokenizer = Tokenizer{Dir: "llama3", EOS: []int{128001, 128008, 128009}, Fetched: true, CI: true}
-	Gemma3Tokenizer = Tokenizer{Dir: "gemma3", EOS: []int{1, 106}, Fetched: true}
+	Gemma3Tokenizer = Tokenizer{Dir: "gemma3", EOS: []int{1, 106}, Fetched: true, CI: true}
 )
 
 // WriteTemplateSnapshot writes a random-weight snapshot of cfg's architecture into dir (config.json from
