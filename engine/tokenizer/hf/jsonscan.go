@@ -186,7 +186,7 @@ func parseVocab(raw []byte) (map[string]int, error) {
 
 // parseMerges reads merges in either format, "a b" strings (the original one, "#version" lines skipped)
 // or [a, b] pairs (tokenizers ≥ 0.20, needed when a token contains a space), and calls f on each pair in
-// order; the slices are only valid during the call.
+// order. The slices share the input's memory or are fresh copies (with escapes): they stay valid.
 func parseMerges(raw []byte, f func(a, b []byte) error) error {
 	s := &jsonScan{b: raw}
 	if s.peek() == 'n' || len(raw) == 0 {

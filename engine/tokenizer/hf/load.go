@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 )
@@ -258,25 +259,82 @@ func buildModel(mj *modelJSON, dec *decoder) (*bpe, map[string]int, []string, er
 		}
 	}
 	m.merges = make(map[uint64]mergeTo, len(mj.Merges)/24) // entries average 25-30 bytes
-	var joined []byte
-	rank := int32(0)
-	err = parseMerges(mj.Merges, func(a, b []byte) error {
-		joined = append(append(joined[:0], a...), b...)
-		ida, okA := vocab[string(a)]
-		idb, okB := vocab[string(b)]
-		idc, okC := vocab[string(joined)]
-		if !okA || !okB || !okC {
-			return fmt.Errorf("%q %q: a token is not in the vocabulary", a, b)
-		}
-		// A pair listed twice keeps its last rank, as the reference's map does.
-		m.merges[pairKey(int32(ida), int32(idb))] = mergeTo{rank: rank, id: int32(idc)}
-		rank++
-		return nil
-	})
+	r := mergeResolver{vocab: vocab, m: m}
+	err = parseMerges(mj.Merges, r.add)
+	if err == nil {
+		err = r.flush()
+	}
 	if err != nil {
 		return nil, nil, nil, errAt("merges", err)
 	}
 	return m, vocab, byID, nil
+}
+
+// mergeResolver fills the merge table. Looking up each pair's two tokens and their concatenation in the
+// vocabulary is most of a load (three random accesses into a map of 262,144 strings for each of Gemma's
+// 514,906 merges), so the pairs are resolved a batch at a time on up to two cores; the table is filled in
+// file order, a pair listed twice keeping its last rank as the reference's map does.
+type mergeResolver struct {
+	vocab map[string]int
+	m     *bpe
+	pairs [][2][]byte
+	ids   [][3]int32
+	rank  int32
+}
+
+const mergeBatch = 1 << 15
+
+func (r *mergeResolver) add(a, b []byte) error {
+	r.pairs = append(r.pairs, [2][]byte{a, b})
+	if len(r.pairs) == mergeBatch {
+		return r.flush()
+	}
+	return nil
+}
+
+// flush resolves and enters the pending pairs.
+func (r *mergeResolver) flush() error {
+	n := len(r.pairs)
+	if cap(r.ids) < n {
+		r.ids = make([][3]int32, mergeBatch)
+	}
+	ids := r.ids[:n]
+	resolve := func(lo, hi int) int {
+		var joined []byte
+		for i := lo; i < hi; i++ {
+			p := r.pairs[i]
+			joined = append(append(joined[:0], p[0]...), p[1]...)
+			a, okA := r.vocab[string(p[0])]
+			b, okB := r.vocab[string(p[1])]
+			c, okC := r.vocab[string(joined)]
+			if !okA || !okB || !okC {
+				return i
+			}
+			ids[i] = [3]int32{int32(a), int32(b), int32(c)}
+		}
+		return -1
+	}
+	bad := -1
+	if n < mergeBatch || runtime.GOMAXPROCS(0) < 2 {
+		bad = resolve(0, n)
+	} else {
+		half := make(chan int)
+		go func() { half <- resolve(n/2, n) }()
+		bad = resolve(0, n/2)
+		if b := <-half; bad < 0 {
+			bad = b
+		}
+	}
+	if bad >= 0 {
+		p := r.pairs[bad]
+		return fmt.Errorf("merge %d: %q %q: a token is not in the vocabulary", int(r.rank)+bad, p[0], p[1])
+	}
+	for _, id := range ids {
+		r.m.merges[pairKey(id[0], id[1])] = mergeTo{rank: r.rank, id: id[2]}
+		r.rank++
+	}
+	r.pairs = r.pairs[:0]
+	return nil
 }
 
 // indexChars prepares a SentencePiece-style model: the tokens of single characters, the byte-fallback
