@@ -27,9 +27,7 @@ func templateFamilies() []templateFamily {
 	qwen2 := hfsnapshot.TinyQwen3
 	qwen2.Arch, qwen2.QKNorm = "qwen2", false
 	qwen2.Bias[model.ModQ], qwen2.Bias[model.ModK], qwen2.Bias[model.ModV] = true, true, true
-	// Gemma 3's tokenizer.json holds 262,145 ids (<image_soft_token> is 262,144) and OpenSnapshot wants
-	// an embedding row for each, so this snapshot has one more row than the text models' 262,144.
-	gemma3 := model.Config{Arch: "gemma3_text", VocabSize: 262145, Dim: 32, Layers: 2, Heads: 4, KVHeads: 1, HeadDim: 8,
+	gemma3 := model.Config{Arch: "gemma3_text", VocabSize: 262144, Dim: 32, Layers: 2, Heads: 4, KVHeads: 1, HeadDim: 8,
 		Hidden: 64, MaxSeqLen: 4096, RopeTheta: 1000000, RopeLocalTheta: 10000, NormEps: 1e-6, TiedEmbeddings: true,
 		QKNorm: true, NormPlusOne: true, SandwichNorm: true, EmbedScale: true, GeluTanh: true, QueryScalar: 8,
 		SlidingPattern: 2, SlidingWindow: 16}
