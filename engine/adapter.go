@@ -190,17 +190,42 @@ func (b *Base) LoadAdapter(weights io.Reader, configJSON []byte) (*Adapter, erro
 		return nil, fmt.Errorf("%w: adapter weights: %v", ErrInvalidInput, err)
 	}
 	want := a.lora.Tensors(a.cfg)
-	if len(f.Tensors) != len(want) {
-		return nil, fmt.Errorf("%w: adapter has %d tensors, config implies %d", ErrInvalidInput, len(f.Tensors), len(want))
+	text := 0 // the vision tower's adapters of a multimodal Gemma 3 do not touch text
+	for name := range f.Tensors {
+		if !strings.Contains(name, ".vision_tower.") && !strings.Contains(name, ".multi_modal_projector.") {
+			text++
+		}
+	}
+	if text != len(want) {
+		return nil, fmt.Errorf("%w: adapter has %d tensors, config implies %d", ErrInvalidInput, text, len(want))
 	}
 	for _, t := range want {
-		src, ok := f.Tensors[t.Name]
+		src, ok := adapterTensor(f.Tensors, t.Name)
 		if !ok || fmt.Sprint(src.Shape) != fmt.Sprint(t.Shape) {
 			return nil, fmt.Errorf("%w: adapter tensor %s missing or not shaped %v", ErrInvalidInput, t.Name, t.Shape)
 		}
 		copy(t.Data, src.Data)
 	}
 	return a, nil
+}
+
+// adapterTensor finds an adapter matrix by its causal LM's PEFT name (base_model.model.model.layers.…), or
+// by the names PEFT gives it on Gemma3ForConditionalGeneration, whose text model transformers nests under
+// model.language_model (since 4.52) or language_model.model (before).
+func adapterTensor(ts map[string]safetensors.Tensor, name string) (safetensors.Tensor, bool) {
+	if t, ok := ts[name]; ok {
+		return t, true
+	}
+	rest, ok := strings.CutPrefix(name, "base_model.model.model.")
+	if !ok {
+		return safetensors.Tensor{}, false
+	}
+	for _, p := range []string{"base_model.model.model.language_model.", "base_model.model.language_model.model."} {
+		if t, ok := ts[p+rest]; ok {
+			return t, true
+		}
+	}
+	return safetensors.Tensor{}, false
 }
 
 func (a *Adapter) checkBase(b *Base) error {

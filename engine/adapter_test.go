@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/trainyard/trainyard/engine/model"
@@ -104,6 +105,42 @@ func TestLoadPEFTAdapter(t *testing.T) {
 		js := `{"r":8,"lora_alpha":16,"target_modules":["q_proj"],` + bad + `}`
 		if _, err := b.LoadAdapter(bytes.NewReader(buf.Bytes()), []byte(js)); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// TestLoadPEFTAdapterGemma3Multimodal: PEFT's adapter for Gemma3ForConditionalGeneration names the text
+// model's matrices under either nesting transformers used and may carry the vision tower's too; the text
+// ones load as the causal LM's, the vision ones are left out.
+func TestLoadPEFTAdapterGemma3Multimodal(t *testing.T) {
+	b := tinyBase(t, 1)
+	src, _ := b.NewAdapter(DefaultLoRAConfig(), 3)
+	for _, ts := range src.lora.Tensors(src.cfg) {
+		for i := range ts.Data {
+			ts.Data[i] = float32(math.Cos(float64(i))) * 0.1
+		}
+	}
+	cfg := `{"peft_type":"LORA","r":8,"lora_alpha":16,"target_modules":["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"]}`
+	for _, nest := range []string{"base_model.model.model.language_model.", "base_model.model.language_model.model."} {
+		ts := model.SafetensorsList(src.lora.Tensors(src.cfg))
+		for i := range ts {
+			ts[i].Name = nest + strings.TrimPrefix(ts[i].Name, "base_model.model.model.")
+		}
+		ts = append(ts, safetensors.Tensor{Name: "base_model.model.model.vision_tower.vision_model.encoder.layers.0.self_attn.q_proj.lora_A.weight",
+			Shape: []int{8, 4}, Data: make([]float32, 32)})
+		var buf bytes.Buffer
+		if err := safetensors.Write(&buf, ts, map[string]string{"format": "pt"}, "F32"); err != nil {
+			t.Fatal(err)
+		}
+		a, err := b.LoadAdapter(bytes.NewReader(buf.Bytes()), []byte(cfg))
+		if err != nil {
+			t.Fatalf("%s: %v", nest, err)
+		}
+		want := src.lora.Tensors(src.cfg)
+		for i, got := range a.lora.Tensors(a.cfg) {
+			if !reflect.DeepEqual(got.Data, want[i].Data) {
+				t.Fatalf("%s: %s differs", nest, got.Name)
+			}
 		}
 	}
 }

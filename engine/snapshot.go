@@ -48,7 +48,7 @@ func (e *SnapshotError) Unwrap() []error { return []error{ErrInvalidInput, e.Err
 // reading the weights.
 type SnapshotInfo struct {
 	Dir string
-	// Architecture is config.json's model_type (llama, qwen2, qwen3).
+	// Architecture is config.json's model_type (llama, qwen2, qwen3, gemma3_text, gemma3).
 	Architecture string
 	// Params is the number of base-model parameters the config implies.
 	Params int
