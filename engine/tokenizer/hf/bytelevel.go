@@ -26,12 +26,9 @@ func init() {
 	}
 }
 
-// spelledBytes returns the raw bytes a vocabulary token stands for, as the ByteLevel decoder computes them:
+// appendSpelled appends the raw bytes a vocabulary token stands for, as the ByteLevel decoder computes them:
 // every character mapped back through the table, or, when any character is not in the table (added tokens
 // such as "<|im_start|>" are, tokens with other characters are not), the token's own UTF-8 bytes.
-func spelledBytes(tok string) []byte { return appendSpelled(nil, tok) }
-
-// appendSpelled appends spelledBytes(tok) to dst.
 func appendSpelled(dst []byte, tok string) []byte {
 	n := len(dst)
 	for _, r := range tok {
