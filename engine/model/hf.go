@@ -71,8 +71,8 @@ type hfRopeScaling struct {
 var archNames = map[string]string{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
 	"gemma3_text": "Gemma3ForCausalLM", "gemma3": "Gemma3ForConditionalGeneration"}
 
-// SupportedModelTypes lists the config.json model_type values the engine loads, for messages.
-const SupportedModelTypes = "llama, qwen2, qwen3, gemma3_text, gemma3 (its text model)"
+// supportedModelTypes lists the config.json model_type values the engine loads, for messages.
+const supportedModelTypes = "llama, qwen2, qwen3, gemma3_text, gemma3 (its text model)"
 
 // ParseHFConfig reads a Llama, Qwen2, Qwen3 or Gemma 3 config.json (Gemma3ForCausalLM's, or the text_config
 // of Gemma3ForConditionalGeneration's, whose vision tower the engine leaves out). It rejects features the
@@ -88,7 +88,7 @@ func ParseHFConfig(js []byte) (Config, error) {
 		h.ModelType = "llama"
 	}
 	if _, ok := archNames[h.ModelType]; !ok {
-		return Config{}, fmt.Errorf("%w: model_type %q is not supported (%s)", ErrConfig, h.ModelType, SupportedModelTypes)
+		return Config{}, fmt.Errorf("%w: model_type %q is not supported (%s)", ErrConfig, h.ModelType, supportedModelTypes)
 	}
 	if h.ModelType == "gemma3" || h.ModelType == "gemma3_text" {
 		return parseGemma3(js, h)
