@@ -85,6 +85,11 @@ var avx512NarrowKernel = &microKernel{name: "avx512-narrow", mr: 14, nr: 16, pac
 var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
 		_, _ = ap[6*kc-1], bp[16*kc-1]
+		if rows < 6 && cols == 16 {
+			_ = c[(rows-1)*ldc+15]
+			avx2RowTiles[rows](kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+			return
+		}
 		if rows < 6 || cols < 16 {
 			var t [6 * 16]float32
 			tile6x16AVX2(kc, &ap[0], &bp[0], &t[0], 16, 1, 0)
@@ -94,6 +99,17 @@ var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
 		_ = c[5*ldc+15]
 		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	}}
+
+// avx2RowTiles[r] is the AVX2 tile for a panel of A with r < 6 rows of values (tiles_bf16_amd64.s, generated).
+var avx2RowTiles = [6]func(kc int, a, b, c *float32, ldc int, alpha, beta float32){
+	1: tile1x16AVX2, 2: tile2x16AVX2, 3: tile3x16AVX2, 4: tile4x16AVX2, 5: tile5x16AVX2}
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		panelTilesBF16 = [6]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
+			1: panel1x16BF16AVX2, 2: panel2x16BF16AVX2, 3: panel3x16BF16AVX2, 4: panel4x16BF16AVX2, 5: panel5x16BF16AVX2}
+	}
+}
 
 // hasAVX512 reports whether the AVX-512 kernels can run: they use AVX-512F instructions and VL encodings.
 func hasAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL }

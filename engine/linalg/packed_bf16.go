@@ -92,6 +92,13 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 			widenBF16(dst[:kc*p.nr], p.data[o:o+kc*p.nr])
 		}
 	}
+	if m < len(panelTilesBF16) && panelTilesBF16[m] != nil && p.nr == 16 {
+		// A few rows stream W from memory and do little arithmetic per byte: split by the bytes read.
+		workers, release := acquireStreamWorkers(2 * n * k)
+		defer release()
+		sgemmFewRows(workers, m, alpha, a, lda, p, beta, c, ldc)
+		return
+	}
 	workers, release := acquireWorkers(m, n, k)
 	defer release()
 	if m <= panelsMaxRows {
@@ -158,3 +165,98 @@ func sgemmPanels(kern *microKernel, workers, m, n, k int, alpha float32, a []flo
 
 // PackedPanelRows is how many rows of an n-row matrix PackBF16 groups in a panel (it pads n to a multiple).
 func PackedPanelRows(n int) int { return kernelFor(n).nr }
+
+// panelTilesBF16[m], where the CPU has them (AVX2), multiplies m rows of A by one 16-wide panel of a
+// PackedBF16, widening the panel in registers: C = alpha·A·P + beta·C (beta 0: C is not read).
+var panelTilesBF16 [6]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
+
+// sgemmFewRows is SgemmPackedBF16 for fewer than 6 rows of A (a small decoding batch): each worker takes
+// runs of panels and streams each panel's blocks of k-steps through panelTilesBF16, with nothing packed or
+// widened into memory.
+func sgemmFewRows(workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+	n, k, nr := p.n, p.k, p.nr
+	nPad := roundUp(n, nr)
+	colPanels := nPad / nr
+	tile := panelTilesBF16[m]
+	per := max(1, min(16, colPanels/(4*workers)))
+	parallelFor(workers, (colPanels+per-1)/per, func(_, u int) {
+		var edge [5 * 16]float32 // the last panel's tile, when n is not a multiple of 16
+		for jp := u * per; jp < min(colPanels, (u+1)*per); jp++ {
+			j0 := jp * nr
+			cols := min(nr, n-j0)
+			for p0 := 0; p0 < k; p0 += p.kc {
+				kcur := min(p.kc, k-p0)
+				panel := &p.data[p0*nPad+j0*kcur]
+				if cols == nr {
+					bcur := beta
+					if p0 > 0 {
+						bcur = 1
+					}
+					tile(kcur, &a[p0], lda, panel, &c[j0], ldc, alpha, bcur)
+					continue
+				}
+				var acc float32 // accumulate the edge tile over the blocks, then merge it into C once
+				if p0 > 0 {
+					acc = 1
+				}
+				tile(kcur, &a[p0], lda, panel, &edge[0], nr, 1, acc)
+			}
+			if cols < nr {
+				mergeTile(edge[:], nr, m, cols, alpha, beta, c[j0:], ldc)
+			}
+		}
+	})
+}
+
+// PackedReplacesRowMajor reports whether, for an n-row matrix packed on this CPU, SgemmPackedBF16 serves
+// every row count at least as fast as SgemmBF16 on the row-major matrix (the few-row panel tiles exist for
+// its panel width, AVX2's 16) and no bfloat16 dot products need the row-major layout: then a frozen matrix
+// need only be held packed (SgemmPackedBF16N and PackedBF16.Row serve the other uses).
+func PackedReplacesRowMajor(n int) bool {
+	return kernelFor(n).nr == 16 && panelTilesBF16[1] != nil && !BF16Dot()
+}
+
+// Row widens row i of W into dst[:k] (an embedding lookup on a tied, packed head).
+func (p *PackedBF16) Row(i int, dst []float32) {
+	if i < 0 || i >= p.n {
+		panic(fmt.Sprintf("linalg.PackedBF16.Row: row %d of %d", i, p.n))
+	}
+	dst = dst[:p.k]
+	for q := range dst {
+		dst[q] = fromBF16(p.at(i, q))
+	}
+}
+
+// SgemmPackedBF16N computes C = alpha·A·W + beta·C for the m × n row-major A (stride lda) and the packed n × k
+// W, into the m × k C (stride ldc): the input gradient dy·W of a product x·Wᵀ, in float32 throughout. The
+// blocked driver gathers its panels of W from the packed layout, once per product.
+func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+	n, k := p.n, p.k
+	if m < 0 {
+		panic("linalg.SgemmPackedBF16N: negative dimension")
+	}
+	checkMatrix("A", false, m, n, a, lda)
+	checkMatrix("C", false, m, k, c, ldc)
+	if m == 0 || k == 0 {
+		return
+	}
+	if n == 0 || alpha == 0 {
+		scaleMatrix(m, k, beta, c, ldc)
+		return
+	}
+	kern := kernelFor(k)
+	workers, release := acquireWorkers(m, k, n)
+	defer release()
+	// op(B) = W: the driver's k-steps are W's rows, its columns W's columns. In the packed layout the rows
+	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
+	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
+		for c := range cols {
+			for pp := range kc {
+				dst[pp*kern.nr+c] = fromBF16(p.at(p0+pp, j0+c))
+			}
+		}
+		for pp := range kc {
+			clear(dst[pp*kern.nr+cols : (pp+1)*kern.nr])
+		}
+	}, beta, c, ldc)
+}

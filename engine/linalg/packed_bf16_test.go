@@ -47,6 +47,33 @@ func TestSgemmPackedBF16(t *testing.T) {
 						}
 					}
 				}
+				if tc.m*tc.n*tc.k > 4<<20 {
+					continue // the float64 reference is slow; the smaller shapes cover the same paths
+				}
+				// The input gradient dy·W: dy m × n, the result m × k.
+				ldy, ldx := tc.n+1, tc.k+2
+				dy := randVec(rng, tc.m*ldy)
+				x0 := randVec(rng, tc.m*ldx)
+				wantN := refSgemm(false, false, tc.m, tc.k, tc.n, 0.7, dy, ldy, w, ldw, beta, x0, ldx)
+				gotN := append([]float32(nil), x0...)
+				SgemmPackedBF16N(tc.m, 0.7, dy, ldy, p, beta, gotN, ldx)
+				for i := range tc.m {
+					for j := range tc.k {
+						g, v := float64(gotN[i*ldx+j]), wantN[i*tc.k+j]
+						if d := math.Abs(g - v); !(d <= 1e-4*(1+math.Abs(v))) {
+							t.Fatalf("%+v kernel %s beta %v: (dy·W)[%d,%d] = %v, want %v", tc, kern.name, beta, i, j, g, v)
+						}
+					}
+				}
+			}
+		}
+		row := make([]float32, tc.k)
+		for _, i := range []int{0, tc.n / 2, tc.n - 1} {
+			p.Row(i, row)
+			for q, v := range row {
+				if v != w[i*ldw+q] {
+					t.Fatalf("%+v: row %d [%d] = %v, want %v", tc, i, q, v, w[i*ldw+q])
+				}
 			}
 		}
 	}
@@ -62,7 +89,7 @@ func BenchmarkPackedBF16(b *testing.B) {
 	w := make([]uint16, n*k)
 	RoundBF16(w, randVec(rng, n*k))
 	p := PackBF16(n, k, w, k)
-	for _, m := range []int{2, 4, 8, 16, 32, 64, 4096} {
+	for _, m := range []int{1, 2, 4, 8, 16, 32, 64, 4096} {
 		a := randVec(rng, m*k)
 		c := make([]float32, m*n)
 		flops := 2 * float64(m*n*k)

@@ -971,3 +971,960 @@ round_loop:
 round_done:
 	VZEROUPPER
 	RET
+
+// func tile1x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, FMA3
+TEXT ·tile1x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   b+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+tile1x16AVX2_loop:
+	CMPQ         AX, $0x02
+	JL           tile1x16AVX2_tail
+	VMOVUPS      (DX), Y4
+	VMOVUPS      32(DX), Y5
+	VBROADCASTSS (CX), Y6
+	VFMADD231PS  Y4, Y6, Y0
+	VFMADD231PS  Y5, Y6, Y1
+	VMOVUPS      64(DX), Y4
+	VMOVUPS      96(DX), Y5
+	VBROADCASTSS 24(CX), Y6
+	VFMADD231PS  Y4, Y6, Y2
+	VFMADD231PS  Y5, Y6, Y3
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+	SUBQ         $0x02, AX
+	JMP          tile1x16AVX2_loop
+
+tile1x16AVX2_tail:
+	TESTQ        AX, AX
+	JZ           tile1x16AVX2_sum
+	VMOVUPS      (DX), Y4
+	VMOVUPS      32(DX), Y5
+	VBROADCASTSS (CX), Y6
+	VFMADD231PS  Y4, Y6, Y0
+	VFMADD231PS  Y5, Y6, Y1
+
+tile1x16AVX2_sum:
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	MOVQ         c+24(FP), AX
+	MOVQ         ldc+32(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+40(FP), Y2
+	MOVL         beta+44(FP), CX
+	SHLL         $0x01, CX
+	JZ           tile1x16AVX2_overwrite
+	VBROADCASTSS beta+44(FP), Y3
+	VMULPS       Y2, Y0, Y0
+	VFMADD231PS  (AX), Y3, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y2, Y1, Y1
+	VFMADD231PS  32(AX), Y3, Y1
+	VMOVUPS      Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+tile1x16AVX2_overwrite:
+	VMULPS  Y2, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func tile2x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, FMA3
+TEXT ·tile2x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   b+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+tile2x16AVX2_loop:
+	CMPQ         AX, $0x02
+	JL           tile2x16AVX2_tail
+	VMOVUPS      (DX), Y8
+	VMOVUPS      32(DX), Y9
+	VBROADCASTSS (CX), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS 4(CX), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+	VMOVUPS      64(DX), Y8
+	VMOVUPS      96(DX), Y9
+	VBROADCASTSS 24(CX), Y10
+	VFMADD231PS  Y8, Y10, Y4
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS 28(CX), Y10
+	VFMADD231PS  Y8, Y10, Y6
+	VFMADD231PS  Y9, Y10, Y7
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+	SUBQ         $0x02, AX
+	JMP          tile2x16AVX2_loop
+
+tile2x16AVX2_tail:
+	TESTQ        AX, AX
+	JZ           tile2x16AVX2_sum
+	VMOVUPS      (DX), Y8
+	VMOVUPS      32(DX), Y9
+	VBROADCASTSS (CX), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS 4(CX), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+
+tile2x16AVX2_sum:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	MOVQ         c+24(FP), AX
+	MOVQ         ldc+32(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+40(FP), Y4
+	MOVL         beta+44(FP), DX
+	SHLL         $0x01, DX
+	JZ           tile2x16AVX2_overwrite
+	VBROADCASTSS beta+44(FP), Y5
+	VMULPS       Y4, Y0, Y0
+	VFMADD231PS  (AX), Y5, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y4, Y1, Y1
+	VFMADD231PS  32(AX), Y5, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y4, Y2, Y2
+	VFMADD231PS  (AX), Y5, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y4, Y3, Y3
+	VFMADD231PS  32(AX), Y5, Y3
+	VMOVUPS      Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+tile2x16AVX2_overwrite:
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+// func tile3x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, FMA3
+TEXT ·tile3x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   b+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+tile3x16AVX2_loop:
+	CMPQ         AX, $0x01
+	JL           tile3x16AVX2_tail
+	VMOVUPS      (DX), Y6
+	VMOVUPS      32(DX), Y7
+	VBROADCASTSS (CX), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VFMADD231PS  Y7, Y8, Y1
+	VBROADCASTSS 4(CX), Y8
+	VFMADD231PS  Y6, Y8, Y2
+	VFMADD231PS  Y7, Y8, Y3
+	VBROADCASTSS 8(CX), Y8
+	VFMADD231PS  Y6, Y8, Y4
+	VFMADD231PS  Y7, Y8, Y5
+	ADDQ         $0x18, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x01, AX
+	JMP          tile3x16AVX2_loop
+
+tile3x16AVX2_tail:
+	MOVQ         c+24(FP), AX
+	MOVQ         ldc+32(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+40(FP), Y6
+	MOVL         beta+44(FP), DX
+	SHLL         $0x01, DX
+	JZ           tile3x16AVX2_overwrite
+	VBROADCASTSS beta+44(FP), Y7
+	VMULPS       Y6, Y0, Y0
+	VFMADD231PS  (AX), Y7, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y6, Y1, Y1
+	VFMADD231PS  32(AX), Y7, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y6, Y2, Y2
+	VFMADD231PS  (AX), Y7, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y6, Y3, Y3
+	VFMADD231PS  32(AX), Y7, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y6, Y4, Y4
+	VFMADD231PS  (AX), Y7, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  32(AX), Y7, Y5
+	VMOVUPS      Y5, 32(AX)
+	VZEROUPPER
+	RET
+
+tile3x16AVX2_overwrite:
+	VMULPS  Y6, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y6, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	VZEROUPPER
+	RET
+
+// func tile4x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, FMA3
+TEXT ·tile4x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   b+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+tile4x16AVX2_loop:
+	CMPQ         AX, $0x01
+	JL           tile4x16AVX2_tail
+	VMOVUPS      (DX), Y8
+	VMOVUPS      32(DX), Y9
+	VBROADCASTSS (CX), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS 4(CX), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+	VBROADCASTSS 8(CX), Y10
+	VFMADD231PS  Y8, Y10, Y4
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS 12(CX), Y10
+	VFMADD231PS  Y8, Y10, Y6
+	VFMADD231PS  Y9, Y10, Y7
+	ADDQ         $0x18, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x01, AX
+	JMP          tile4x16AVX2_loop
+
+tile4x16AVX2_tail:
+	MOVQ         c+24(FP), AX
+	MOVQ         ldc+32(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+40(FP), Y8
+	MOVL         beta+44(FP), DX
+	SHLL         $0x01, DX
+	JZ           tile4x16AVX2_overwrite
+	VBROADCASTSS beta+44(FP), Y9
+	VMULPS       Y8, Y0, Y0
+	VFMADD231PS  (AX), Y9, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y8, Y1, Y1
+	VFMADD231PS  32(AX), Y9, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y8, Y2, Y2
+	VFMADD231PS  (AX), Y9, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y8, Y3, Y3
+	VFMADD231PS  32(AX), Y9, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y8, Y4, Y4
+	VFMADD231PS  (AX), Y9, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y8, Y5, Y5
+	VFMADD231PS  32(AX), Y9, Y5
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y8, Y6, Y6
+	VFMADD231PS  (AX), Y9, Y6
+	VMOVUPS      Y6, (AX)
+	VMULPS       Y8, Y7, Y7
+	VFMADD231PS  32(AX), Y9, Y7
+	VMOVUPS      Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+tile4x16AVX2_overwrite:
+	VMULPS  Y8, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y8, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y8, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y8, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y8, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y8, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y8, Y6, Y6
+	VMOVUPS Y6, (AX)
+	VMULPS  Y8, Y7, Y7
+	VMOVUPS Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+// func tile5x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, FMA3
+TEXT ·tile5x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   b+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+tile5x16AVX2_loop:
+	CMPQ         AX, $0x01
+	JL           tile5x16AVX2_tail
+	VMOVUPS      (DX), Y10
+	VMOVUPS      32(DX), Y11
+	VBROADCASTSS (CX), Y12
+	VFMADD231PS  Y10, Y12, Y0
+	VFMADD231PS  Y11, Y12, Y1
+	VBROADCASTSS 4(CX), Y12
+	VFMADD231PS  Y10, Y12, Y2
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS 8(CX), Y12
+	VFMADD231PS  Y10, Y12, Y4
+	VFMADD231PS  Y11, Y12, Y5
+	VBROADCASTSS 12(CX), Y12
+	VFMADD231PS  Y10, Y12, Y6
+	VFMADD231PS  Y11, Y12, Y7
+	VBROADCASTSS 16(CX), Y12
+	VFMADD231PS  Y10, Y12, Y8
+	VFMADD231PS  Y11, Y12, Y9
+	ADDQ         $0x18, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x01, AX
+	JMP          tile5x16AVX2_loop
+
+tile5x16AVX2_tail:
+	MOVQ         c+24(FP), AX
+	MOVQ         ldc+32(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+40(FP), Y10
+	MOVL         beta+44(FP), DX
+	SHLL         $0x01, DX
+	JZ           tile5x16AVX2_overwrite
+	VBROADCASTSS beta+44(FP), Y11
+	VMULPS       Y10, Y0, Y0
+	VFMADD231PS  (AX), Y11, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y10, Y1, Y1
+	VFMADD231PS  32(AX), Y11, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y2, Y2
+	VFMADD231PS  (AX), Y11, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y10, Y3, Y3
+	VFMADD231PS  32(AX), Y11, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y4, Y4
+	VFMADD231PS  (AX), Y11, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y10, Y5, Y5
+	VFMADD231PS  32(AX), Y11, Y5
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y6, Y6
+	VFMADD231PS  (AX), Y11, Y6
+	VMOVUPS      Y6, (AX)
+	VMULPS       Y10, Y7, Y7
+	VFMADD231PS  32(AX), Y11, Y7
+	VMOVUPS      Y7, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y8, Y8
+	VFMADD231PS  (AX), Y11, Y8
+	VMOVUPS      Y8, (AX)
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  32(AX), Y11, Y9
+	VMOVUPS      Y9, 32(AX)
+	VZEROUPPER
+	RET
+
+tile5x16AVX2_overwrite:
+	VMULPS  Y10, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y10, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y10, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS Y6, (AX)
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS Y7, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y8, Y8
+	VMOVUPS Y8, (AX)
+	VMULPS  Y10, Y9, Y9
+	VMOVUPS Y9, 32(AX)
+	VZEROUPPER
+	RET
+
+// func panel1x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·panel1x16BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ   k+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	MOVQ   b+24(FP), BX
+	SHLQ   $0x02, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ   DX, DX
+	MOVQ   AX, SI
+	SUBQ   $0x01, SI
+
+panel1x16BF16AVX2_loop:
+	CMPQ         DX, SI
+	JGE          panel1x16BF16AVX2_tail
+	VPMOVZXWD    (BX), Y4
+	VPMOVZXWD    16(BX), Y5
+	VPSLLD       $0x10, Y4, Y4
+	VPSLLD       $0x10, Y5, Y5
+	VBROADCASTSS (CX)(DX*4), Y6
+	VFMADD231PS  Y4, Y6, Y0
+	VFMADD231PS  Y5, Y6, Y1
+	VPMOVZXWD    32(BX), Y4
+	VPMOVZXWD    48(BX), Y5
+	VPSLLD       $0x10, Y4, Y4
+	VPSLLD       $0x10, Y5, Y5
+	VBROADCASTSS 4(CX)(DX*4), Y6
+	VFMADD231PS  Y4, Y6, Y2
+	VFMADD231PS  Y5, Y6, Y3
+	ADDQ         $0x02, DX
+	ADDQ         $0x40, BX
+	JMP          panel1x16BF16AVX2_loop
+
+panel1x16BF16AVX2_tail:
+	CMPQ         DX, AX
+	JGE          panel1x16BF16AVX2_sum
+	VPMOVZXWD    (BX), Y4
+	VPMOVZXWD    16(BX), Y5
+	VPSLLD       $0x10, Y4, Y4
+	VPSLLD       $0x10, Y5, Y5
+	VBROADCASTSS (CX)(DX*4), Y6
+	VFMADD231PS  Y4, Y6, Y0
+	VFMADD231PS  Y5, Y6, Y1
+
+panel1x16BF16AVX2_sum:
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+48(FP), Y2
+	MOVL         beta+52(FP), CX
+	SHLL         $0x01, CX
+	JZ           panel1x16BF16AVX2_overwrite
+	VBROADCASTSS beta+52(FP), Y3
+	VMULPS       Y2, Y0, Y0
+	VFMADD231PS  (AX), Y3, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y2, Y1, Y1
+	VFMADD231PS  32(AX), Y3, Y1
+	VMOVUPS      Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+panel1x16BF16AVX2_overwrite:
+	VMULPS  Y2, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func panel2x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·panel2x16BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ   k+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	MOVQ   b+24(FP), BX
+	SHLQ   $0x02, DX
+	LEAQ   (CX)(DX*1), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   SI, SI
+	MOVQ   AX, DI
+	SUBQ   $0x01, DI
+
+panel2x16BF16AVX2_loop:
+	CMPQ         SI, DI
+	JGE          panel2x16BF16AVX2_tail
+	VPMOVZXWD    (BX), Y8
+	VPMOVZXWD    16(BX), Y9
+	VPSLLD       $0x10, Y8, Y8
+	VPSLLD       $0x10, Y9, Y9
+	VBROADCASTSS (CX)(SI*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (DX)(SI*4), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+	VPMOVZXWD    32(BX), Y8
+	VPMOVZXWD    48(BX), Y9
+	VPSLLD       $0x10, Y8, Y8
+	VPSLLD       $0x10, Y9, Y9
+	VBROADCASTSS 4(CX)(SI*4), Y10
+	VFMADD231PS  Y8, Y10, Y4
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS 4(DX)(SI*4), Y10
+	VFMADD231PS  Y8, Y10, Y6
+	VFMADD231PS  Y9, Y10, Y7
+	ADDQ         $0x02, SI
+	ADDQ         $0x40, BX
+	JMP          panel2x16BF16AVX2_loop
+
+panel2x16BF16AVX2_tail:
+	CMPQ         SI, AX
+	JGE          panel2x16BF16AVX2_sum
+	VPMOVZXWD    (BX), Y8
+	VPMOVZXWD    16(BX), Y9
+	VPSLLD       $0x10, Y8, Y8
+	VPSLLD       $0x10, Y9, Y9
+	VBROADCASTSS (CX)(SI*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (DX)(SI*4), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+
+panel2x16BF16AVX2_sum:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+48(FP), Y4
+	MOVL         beta+52(FP), DX
+	SHLL         $0x01, DX
+	JZ           panel2x16BF16AVX2_overwrite
+	VBROADCASTSS beta+52(FP), Y5
+	VMULPS       Y4, Y0, Y0
+	VFMADD231PS  (AX), Y5, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y4, Y1, Y1
+	VFMADD231PS  32(AX), Y5, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y4, Y2, Y2
+	VFMADD231PS  (AX), Y5, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y4, Y3, Y3
+	VFMADD231PS  32(AX), Y5, Y3
+	VMOVUPS      Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+panel2x16BF16AVX2_overwrite:
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+// func panel3x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·panel3x16BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ   k+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	MOVQ   b+24(FP), BX
+	SHLQ   $0x02, DX
+	LEAQ   (CX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	XORQ   DI, DI
+	SUBQ   $0x00, AX
+
+panel3x16BF16AVX2_loop:
+	CMPQ         DI, AX
+	JGE          panel3x16BF16AVX2_tail
+	VPMOVZXWD    (BX), Y6
+	VPMOVZXWD    16(BX), Y7
+	VPSLLD       $0x10, Y6, Y6
+	VPSLLD       $0x10, Y7, Y7
+	VBROADCASTSS (CX)(DI*4), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VFMADD231PS  Y7, Y8, Y1
+	VBROADCASTSS (SI)(DI*4), Y8
+	VFMADD231PS  Y6, Y8, Y2
+	VFMADD231PS  Y7, Y8, Y3
+	VBROADCASTSS (DX)(DI*4), Y8
+	VFMADD231PS  Y6, Y8, Y4
+	VFMADD231PS  Y7, Y8, Y5
+	ADDQ         $0x01, DI
+	ADDQ         $0x20, BX
+	JMP          panel3x16BF16AVX2_loop
+
+panel3x16BF16AVX2_tail:
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+48(FP), Y6
+	MOVL         beta+52(FP), DX
+	SHLL         $0x01, DX
+	JZ           panel3x16BF16AVX2_overwrite
+	VBROADCASTSS beta+52(FP), Y7
+	VMULPS       Y6, Y0, Y0
+	VFMADD231PS  (AX), Y7, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y6, Y1, Y1
+	VFMADD231PS  32(AX), Y7, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y6, Y2, Y2
+	VFMADD231PS  (AX), Y7, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y6, Y3, Y3
+	VFMADD231PS  32(AX), Y7, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y6, Y4, Y4
+	VFMADD231PS  (AX), Y7, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  32(AX), Y7, Y5
+	VMOVUPS      Y5, 32(AX)
+	VZEROUPPER
+	RET
+
+panel3x16BF16AVX2_overwrite:
+	VMULPS  Y6, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y6, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	VZEROUPPER
+	RET
+
+// func panel4x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·panel4x16BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ   k+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	MOVQ   b+24(FP), BX
+	SHLQ   $0x02, DX
+	LEAQ   (CX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	SUBQ   $0x00, AX
+
+panel4x16BF16AVX2_loop:
+	CMPQ         R8, AX
+	JGE          panel4x16BF16AVX2_tail
+	VPMOVZXWD    (BX), Y8
+	VPMOVZXWD    16(BX), Y9
+	VPSLLD       $0x10, Y8, Y8
+	VPSLLD       $0x10, Y9, Y9
+	VBROADCASTSS (CX)(R8*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (SI)(R8*4), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+	VBROADCASTSS (DI)(R8*4), Y10
+	VFMADD231PS  Y8, Y10, Y4
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS (DX)(R8*4), Y10
+	VFMADD231PS  Y8, Y10, Y6
+	VFMADD231PS  Y9, Y10, Y7
+	ADDQ         $0x01, R8
+	ADDQ         $0x20, BX
+	JMP          panel4x16BF16AVX2_loop
+
+panel4x16BF16AVX2_tail:
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+48(FP), Y8
+	MOVL         beta+52(FP), DX
+	SHLL         $0x01, DX
+	JZ           panel4x16BF16AVX2_overwrite
+	VBROADCASTSS beta+52(FP), Y9
+	VMULPS       Y8, Y0, Y0
+	VFMADD231PS  (AX), Y9, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y8, Y1, Y1
+	VFMADD231PS  32(AX), Y9, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y8, Y2, Y2
+	VFMADD231PS  (AX), Y9, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y8, Y3, Y3
+	VFMADD231PS  32(AX), Y9, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y8, Y4, Y4
+	VFMADD231PS  (AX), Y9, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y8, Y5, Y5
+	VFMADD231PS  32(AX), Y9, Y5
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y8, Y6, Y6
+	VFMADD231PS  (AX), Y9, Y6
+	VMOVUPS      Y6, (AX)
+	VMULPS       Y8, Y7, Y7
+	VFMADD231PS  32(AX), Y9, Y7
+	VMOVUPS      Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+panel4x16BF16AVX2_overwrite:
+	VMULPS  Y8, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y8, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y8, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y8, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y8, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y8, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y8, Y6, Y6
+	VMOVUPS Y6, (AX)
+	VMULPS  Y8, Y7, Y7
+	VMOVUPS Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+// func panel5x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·panel5x16BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ   k+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	MOVQ   b+24(FP), BX
+	SHLQ   $0x02, DX
+	LEAQ   (CX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), R8
+	LEAQ   (R8)(DX*1), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   R9, R9
+	SUBQ   $0x00, AX
+
+panel5x16BF16AVX2_loop:
+	CMPQ         R9, AX
+	JGE          panel5x16BF16AVX2_tail
+	VPMOVZXWD    (BX), Y10
+	VPMOVZXWD    16(BX), Y11
+	VPSLLD       $0x10, Y10, Y10
+	VPSLLD       $0x10, Y11, Y11
+	VBROADCASTSS (CX)(R9*4), Y12
+	VFMADD231PS  Y10, Y12, Y0
+	VFMADD231PS  Y11, Y12, Y1
+	VBROADCASTSS (SI)(R9*4), Y12
+	VFMADD231PS  Y10, Y12, Y2
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS (DI)(R9*4), Y12
+	VFMADD231PS  Y10, Y12, Y4
+	VFMADD231PS  Y11, Y12, Y5
+	VBROADCASTSS (R8)(R9*4), Y12
+	VFMADD231PS  Y10, Y12, Y6
+	VFMADD231PS  Y11, Y12, Y7
+	VBROADCASTSS (DX)(R9*4), Y12
+	VFMADD231PS  Y10, Y12, Y8
+	VFMADD231PS  Y11, Y12, Y9
+	ADDQ         $0x01, R9
+	ADDQ         $0x20, BX
+	JMP          panel5x16BF16AVX2_loop
+
+panel5x16BF16AVX2_tail:
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+48(FP), Y10
+	MOVL         beta+52(FP), DX
+	SHLL         $0x01, DX
+	JZ           panel5x16BF16AVX2_overwrite
+	VBROADCASTSS beta+52(FP), Y11
+	VMULPS       Y10, Y0, Y0
+	VFMADD231PS  (AX), Y11, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y10, Y1, Y1
+	VFMADD231PS  32(AX), Y11, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y2, Y2
+	VFMADD231PS  (AX), Y11, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y10, Y3, Y3
+	VFMADD231PS  32(AX), Y11, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y4, Y4
+	VFMADD231PS  (AX), Y11, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y10, Y5, Y5
+	VFMADD231PS  32(AX), Y11, Y5
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y6, Y6
+	VFMADD231PS  (AX), Y11, Y6
+	VMOVUPS      Y6, (AX)
+	VMULPS       Y10, Y7, Y7
+	VFMADD231PS  32(AX), Y11, Y7
+	VMOVUPS      Y7, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y8, Y8
+	VFMADD231PS  (AX), Y11, Y8
+	VMOVUPS      Y8, (AX)
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  32(AX), Y11, Y9
+	VMOVUPS      Y9, 32(AX)
+	VZEROUPPER
+	RET
+
+panel5x16BF16AVX2_overwrite:
+	VMULPS  Y10, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y10, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y10, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS Y6, (AX)
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS Y7, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y8, Y8
+	VMOVUPS Y8, (AX)
+	VMULPS  Y10, Y9, Y9
+	VMOVUPS Y9, 32(AX)
+	VZEROUPPER
+	RET

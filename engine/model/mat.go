@@ -17,10 +17,11 @@ type Mat struct {
 	Rows, Cols int
 	F32        []float32
 	BF16       []uint16
-	// packed, once Weights.Pack has run, is BF16 laid out for the blocked kernel (linalg.PackedBF16): the
-	// products x·Mᵀ of packedMinRows rows or more read it instead of widening and re-packing BF16 each time.
-	// BF16 stays for the rest (one row, the input gradient, embedding lookups), so the matrix must not
-	// change after Pack.
+	// packed, once Weights.Pack has run, is the bfloat16 matrix laid out for the blocked kernel
+	// (linalg.PackedBF16), read by the products x·Mᵀ instead of widening and re-packing BF16 each time. Where
+	// the packed products serve every row count (linalg.PackedReplacesRowMajor: AVX2) it is the only copy
+	// and BF16 is nil; elsewhere BF16 stays for products of fewer than packedMinRows rows and bfloat16 dot
+	// products. Either way the matrix must not change after Pack.
 	packed *linalg.PackedBF16
 }
 
@@ -35,6 +36,9 @@ const packedMinRows = 24
 func (m *Mat) pack() {
 	if m.BF16 != nil && m.packed == nil {
 		m.packed = linalg.PackBF16(m.Rows, m.Cols, m.BF16, m.Cols)
+		if linalg.PackedReplacesRowMajor(m.Rows) {
+			m.BF16 = nil
+		}
 	}
 }
 
@@ -47,7 +51,7 @@ func newMat(rows, cols int, dtype DType) Mat {
 
 // MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows].
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
-	if m.packed != nil && n >= packedMinRows {
+	if m.packed != nil && (m.BF16 == nil || n >= packedMinRows) {
 		linalg.SgemmPackedBF16(n, 1, x, m.Cols, m.packed, beta, y, m.Rows)
 		return
 	}
@@ -65,7 +69,7 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 	switch {
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
-	case m.BF16 != nil && infer && !(m.packed != nil && n >= packedMinRows && !linalg.BF16Dot()):
+	case m.BF16 != nil && infer && (linalg.BF16Dot() || m.packed == nil || n < packedMinRows):
 		// bfloat16 dot products, where the CPU has them and they are on, beat the packed float32 product.
 		linalg.SgemmBF16Infer(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 	default:
@@ -75,6 +79,10 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
 func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
+	if m.BF16 == nil && m.packed != nil {
+		linalg.SgemmPackedBF16N(n, 1, dy, m.Rows, m.packed, beta, dx, m.Cols)
+		return
+	}
 	if m.BF16 != nil {
 		linalg.SgemmBF16(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
 		return
@@ -84,6 +92,10 @@ func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
 
 // Row copies row i into dst (an embedding lookup).
 func (m *Mat) Row(i int, dst []float32) {
+	if m.BF16 == nil && m.packed != nil {
+		m.packed.Row(i, dst)
+		return
+	}
 	if m.BF16 != nil {
 		linalg.WidenBF16(dst[:m.Cols], m.BF16[i*m.Cols:(i+1)*m.Cols])
 		return

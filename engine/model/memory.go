@@ -62,4 +62,4 @@ func RopeBytes(c Config) int64 {
 }
 
 // MemoryBytes is the memory of the weights (their packed layout included) and the rotary table.
-func (w *Weights) MemoryBytes() int64 { return w.Bytes() + w.packedBytes() + RopeBytes(w.Cfg) }
+func (w *Weights) MemoryBytes() int64 { return w.Bytes() + w.PackedBytes() + RopeBytes(w.Cfg) }

@@ -1,23 +1,55 @@
 package model
 
-import "github.com/trainyard/trainyard/engine/linalg"
+import (
+	"runtime"
+
+	"github.com/trainyard/trainyard/engine/linalg"
+)
 
 // Pack lays out the bfloat16 matrices that batched products multiply by — the seven projections of every
 // layer and the LM head — for the blocked kernel, once per process (Mat.packed): training steps and chat's
 // decoding batches then widen contiguous panels instead of transposing the frozen weights on every product.
-// It adds about their bfloat16 size again to the weights' memory (PackedBytes). The weights must not change
-// afterwards; float32 weights (pretraining, full gradients) are left as they are.
+// On AVX2 the packed matrices replace the row-major ones (a tied embedding then reads its rows from the
+// packed head), so the weights take the same memory up to panel padding; elsewhere both are held
+// (PackedBytes). The weights must not change afterwards; float32 weights (pretraining, full gradients) are
+// left as they are.
 func (w *Weights) Pack() {
-	for l := range w.Layers {
-		for m := range w.Layers[l].W {
-			w.Layers[l].W[m].pack()
+	// Each replaced row-major matrix is garbage once packed. Collecting every 64 MiB of it lets the next
+	// matrices reuse that memory, so that packing a base adds about 64 MiB to the peak, not a second base
+	// (the collector would otherwise wait for the heap to double). The heap is a few large arrays without
+	// pointers, so a collection costs little against packing.
+	var garbage int64
+	dropped := false
+	pack := func(m *Mat) {
+		before := len(m.BF16)
+		m.pack()
+		if m.BF16 == nil && before > 0 {
+			garbage += 2 * int64(before)
+			dropped = true
+		}
+		if garbage >= 64<<20 {
+			runtime.GC()
+			garbage = 0
 		}
 	}
-	w.Output.pack()
+	for l := range w.Layers {
+		for m := range w.Layers[l].W {
+			pack(&w.Layers[l].W[m])
+		}
+	}
+	if w.Cfg.TiedEmbeddings {
+		pack(&w.Output)
+		w.Embed = w.Output // the embedding reads its rows from the packed head, and the row-major one can go
+	} else {
+		pack(&w.Output)
+	}
+	if dropped {
+		runtime.GC() // the rest, and a tied head's row-major copy, which Embed held until now
+	}
 }
 
-// packedBytes is the memory Pack added.
-func (w *Weights) packedBytes() int64 {
+// PackedBytes is the memory the packed layouts take (what Pack allocated).
+func (w *Weights) PackedBytes() int64 {
 	var n int64
 	add := func(m *Mat) {
 		if m.packed != nil {
@@ -33,14 +65,21 @@ func (w *Weights) packedBytes() int64 {
 	return n
 }
 
-// PackedBytes is the memory Weights.Pack adds to bfloat16 weights for cfg, as estimated before loading them.
+// PackedBytes is the memory Weights.Pack adds to bfloat16 weights for cfg (its panels, less the row-major
+// matrices they replace), as estimated before loading them.
 func PackedBytes(c Config) int64 {
-	nr := int64(linalg.PackedPanelRows(c.VocabSize))
-	n := int64(c.VocabSize+int(nr)-1) / nr * nr * int64(c.Dim)
+	added := func(rows, cols int) int64 {
+		nr := int64(linalg.PackedPanelRows(rows))
+		n := (int64(rows) + nr - 1) / nr * nr * int64(cols)
+		if linalg.PackedReplacesRowMajor(rows) {
+			n -= int64(rows) * int64(cols)
+		}
+		return 2 * n
+	}
+	n := added(c.VocabSize, c.Dim) // the head (a tied embedding is the same matrix, counted once either way)
 	for m := 0; m < NumModules; m++ {
 		o, i := c.Shape(m)
-		nr := int64(linalg.PackedPanelRows(o))
-		n += int64(c.Layers) * ((int64(o) + nr - 1) / nr * nr) * int64(i)
+		n += int64(c.Layers) * added(o, i)
 	}
-	return 2 * n
+	return n
 }

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestPackedWeights: packed bfloat16 weights (Weights.Pack) give the logits, LoRA gradients and batched
-// decoding steps of the same weights unpacked, up to float32 summation order, for every architecture, and
-// account for the memory they add.
+// TestPackedWeights: packed bfloat16 weights (Weights.Pack) give the logits, LoRA gradients (through the
+// input gradients dy·W) and decoding steps of 1 to 30 sequences (embedding rows read from a tied, packed head)
+// of the same weights unpacked, up to float32 summation order, for every architecture, and account for the
+// memory they add.
 func TestPackedWeights(t *testing.T) {
 	ctx := context.Background()
 	all := [NumModules]bool{true, true, true, true, true, true, true}
@@ -78,7 +79,15 @@ func TestPackedWeights(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return append([]float32(nil), out...)
+			all := append([]float32(nil), out...)
+			for _, b := range []int{1, 2, 7} { // one sequence (the matrix-vector path), and a few
+				out, err := w.Decode(ctx, caches[:b], toks[:b], lora)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, out...)
+			}
+			return all
 		}
 		closeTo(t, name+" decoded logits", decode(packed), decode(plain))
 	}

@@ -84,7 +84,7 @@ func newWeights(cfg Config, dtype DType) (*Weights, error) {
 
 // DType is the storage of the weight matrices.
 func (w *Weights) DType() DType {
-	if w.Embed.BF16 != nil {
+	if w.Embed.BF16 != nil || w.Embed.packed != nil {
 		return BF16
 	}
 	return F32

@@ -1,5 +1,6 @@
-// Command asmgen writes engine/linalg's register-tiled kernels for rows of float32 activations times
-// bfloat16 weights (tiles_bf16_amd64.s and its Go declarations) with avo:
+// Command asmgen writes engine/linalg's generated kernels with avo: register tiles for rows of float32
+// activations times bfloat16 weights, and the blocked AVX2 kernel's tiles for fewer than 6 rows
+// (tiles_bf16_amd64.s and its Go declarations):
 //
 //	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg \
 //		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go
@@ -37,6 +38,8 @@ func main() {
 		}
 	}
 	roundBF16()
+	rowTiles()
+	panelTiles()
 	Generate()
 	if err := writeDotTiles(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

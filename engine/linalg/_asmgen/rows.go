@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// rowTiles writes tile<mr>x16AVX2 for mr = 1..5: the blocked AVX2 kernel's 6×16 tile (kernel_avx2_amd64.s)
+// for a panel of A with only mr rows of values, C = alpha·Ap·Bp + beta·C on the top mr rows of the tile.
+// Without them, a short row panel (the last of a product, or all of a decoding batch of fewer than 6
+// sequences) ran the 6-row kernel into a scratch tile and merged it into C in Go: 6/mr times the
+// multiply-adds, and a Go loop per tile. With fewer than 3 rows a tile keeps two sets of accumulators (even and
+// odd k-steps), so that there are at least 4 independent FMA chains to cover the FMA latency.
+func rowTiles() {
+	for mr := 1; mr <= 5; mr++ {
+		rowTile(mr)
+	}
+}
+
+func rowTile(mr int) {
+	name := fmt.Sprintf("tile%dx16AVX2", mr)
+	TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)")
+	Doc(fmt.Sprintf("%s sets the top %d rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),", name, mr),
+		"for Ap kc groups of 6 packed values of A (only the first "+fmt.Sprint(mr)+" used) and Bp kc groups of 16.")
+	kc := Load(Param("kc"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	sets := 1
+	if mr < 3 {
+		sets = 2
+	}
+	acc := make([][][2]reg.VecVirtual, sets)
+	for s := range acc {
+		acc[s] = make([][2]reg.VecVirtual, mr)
+		for i := range acc[s] {
+			for h := range 2 {
+				acc[s][i][h] = YMM()
+				VXORPS(acc[s][i][h], acc[s][i][h], acc[s][i][h])
+			}
+		}
+	}
+	step := func(s int, ao, bo int) {
+		b0, b1 := YMM(), YMM()
+		VMOVUPS(Mem{Base: b, Disp: bo}, b0)
+		VMOVUPS(Mem{Base: b, Disp: bo + 32}, b1)
+		for i := range mr {
+			x := YMM()
+			VBROADCASTSS(Mem{Base: a, Disp: ao + 4*i}, x)
+			VFMADD231PS(b0, x, acc[s][i][0])
+			VFMADD231PS(b1, x, acc[s][i][1])
+		}
+	}
+	// Steps of `sets` k-values, then one more when kc is odd and there are two sets.
+	Label(name + "_loop")
+	CMPQ(kc, Imm(uint64(sets)))
+	JL(LabelRef(name + "_tail"))
+	for s := range sets {
+		step(s, 24*s, 64*s)
+	}
+	ADDQ(Imm(uint64(24*sets)), a)
+	ADDQ(Imm(uint64(64*sets)), b)
+	SUBQ(Imm(uint64(sets)), kc)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_tail")
+	if sets == 2 {
+		TESTQ(kc, kc)
+		JZ(LabelRef(name + "_sum"))
+		step(0, 0, 0)
+		Label(name + "_sum")
+		for i := range mr {
+			for h := range 2 {
+				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
+			}
+		}
+	}
+
+	storeRows(name, mr, acc[0], 40)
+}
+
+// panelTiles writes panel<mr>x16BF16AVX2 for mr = 1..5: C = alpha·A·P + beta·C for mr rows of A (float32,
+// row-major, stride lda) and one packed panel P of bfloat16 weights (k groups of 16 values, PackedBF16's
+// layout), widening P in registers. A decoding batch of fewer than 6 sequences streams the weights and does
+// few multiply-adds per byte: widening each panel into a buffer first and packing A, as the blocked kernel
+// needs, cost more than the product (2 rows of 1536 × 576: about twice the time of the row-major tiles).
+func panelTiles() {
+	for mr := 1; mr <= 5; mr++ {
+		panelTile(mr)
+	}
+}
+
+func panelTile(mr int) {
+	name := fmt.Sprintf("panel%dx16BF16AVX2", mr)
+	TEXT(name, NOSPLIT, "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
+	Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
+		"16 columns of C (stride ldc), P k groups of 16 bfloat16 values.")
+	k := Load(Param("k"), GP64())
+	a := Load(Param("a"), GP64())
+	lda := Load(Param("lda"), GP64())
+	b := Load(Param("b"), GP64())
+	SHLQ(Imm(2), lda)
+	arow := make([]reg.GPVirtual, mr)
+	for i := range arow {
+		arow[i] = GP64()
+		if i == 0 {
+			MOVQ(a, arow[i])
+		} else {
+			LEAQ(Mem{Base: arow[i-1], Index: lda, Scale: 1}, arow[i])
+		}
+	}
+	sets := 1
+	if mr < 3 {
+		sets = 2
+	}
+	acc := make([][][2]reg.VecVirtual, sets)
+	for s := range acc {
+		acc[s] = make([][2]reg.VecVirtual, mr)
+		for i := range acc[s] {
+			for h := range 2 {
+				acc[s][i][h] = YMM()
+				VXORPS(acc[s][i][h], acc[s][i][h], acc[s][i][h])
+			}
+		}
+	}
+	q := GP64()
+	XORQ(q, q)
+	step := func(s int) {
+		b0, b1 := YMM(), YMM()
+		VPMOVZXWD(Mem{Base: b, Disp: 32 * s}, b0)
+		VPMOVZXWD(Mem{Base: b, Disp: 32*s + 16}, b1)
+		VPSLLD(Imm(16), b0, b0)
+		VPSLLD(Imm(16), b1, b1)
+		for i := range mr {
+			x := YMM()
+			VBROADCASTSS(Mem{Base: arow[i], Index: q, Scale: 4, Disp: 4 * s}, x)
+			VFMADD231PS(b0, x, acc[s][i][0])
+			VFMADD231PS(b1, x, acc[s][i][1])
+		}
+	}
+	last := GP64()
+	MOVQ(k, last)
+	SUBQ(Imm(uint64(sets-1)), last) // steps of `sets` k-values while q < k-(sets-1)
+	Label(name + "_loop")
+	CMPQ(q, last)
+	JGE(LabelRef(name + "_tail"))
+	for s := range sets {
+		step(s)
+	}
+	ADDQ(Imm(uint64(sets)), q)
+	ADDQ(Imm(uint64(32*sets)), b)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_tail")
+	if sets == 2 {
+		CMPQ(q, k)
+		JGE(LabelRef(name + "_sum"))
+		step(0)
+		Label(name + "_sum")
+		for i := range mr {
+			for h := range 2 {
+				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
+			}
+		}
+	}
+	storeRows(name, mr, acc[0], 48)
+}
+
+// storeRows writes C = alpha·acc + beta·C for mr rows of 16 values (beta 0: C is not read) and returns;
+// alpha is the float32 argument at byte offset alphaOff of the frame, beta the one after it.
+func storeRows(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int) {
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(Imm(2), ldc)
+	alpha := YMM()
+	VBROADCASTSS(NewParamAddr("alpha", alphaOff), alpha)
+	beta := GP32()
+	MOVL(NewParamAddr("beta", alphaOff+4), beta)
+	SHLL(Imm(1), beta) // drop the sign bit: -0 counts as zero too
+	JZ(LabelRef(name + "_overwrite"))
+	bv := YMM()
+	VBROADCASTSS(NewParamAddr("beta", alphaOff+4), bv)
+	row := GP64()
+	MOVQ(c, row)
+	for i := range mr {
+		for h := range 2 {
+			VMULPS(alpha, acc[i][h], acc[i][h])
+			VFMADD231PS(Mem{Base: row, Disp: 32 * h}, bv, acc[i][h])
+			VMOVUPS(acc[i][h], Mem{Base: row, Disp: 32 * h})
+		}
+		if i+1 < mr {
+			ADDQ(ldc, row)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label(name + "_overwrite")
+	for i := range mr {
+		for h := range 2 {
+			VMULPS(alpha, acc[i][h], acc[i][h])
+			VMOVUPS(acc[i][h], Mem{Base: c, Disp: 32 * h})
+		}
+		if i+1 < mr {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
