@@ -24,7 +24,7 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all asm run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare bench-rollouts pretrain clean fuzz \
+.PHONY: all asm run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare bench-rollouts bench-loop pretrain clean fuzz \
 	tokenizer-files tokenizer-fixtures hftemplate-fixtures torch-fixtures screenshots vendor-dashboard
 
 all: build
@@ -157,6 +157,18 @@ bench-rollouts: build
 	export DATABASE_URL; \
 	$(OPENBLAS_ENV) \
 	./bin/rolloutbench -threads $(BENCH_THREADS) -python /usr/bin/python3 -trainyard $(BIN) $(BENCH_ROLLOUTS_FLAGS)
+
+## bench-loop: one ART-style RL iteration through the HTTP API, phase by phase. `trainyard serve` on bench-rollouts'
+## random-weight snapshots (both shapes, Qwen3's tokenizer) gets G groups × N rollouts at once (4×8, 128 new tokens,
+## temperature 1, logprobs), a deterministic reward, the groups logged, an RL job followed to training_ended and the
+## first chat on the new checkpoint; prints each phase's wall time and the whole. BENCH_LOOP_FLAGS narrows or widens
+## it, e.g. `-shapes SmolLM2-135M -groups 4x8,8x16 -iterations 2` (bin/rolloutbench -h lists the flags)
+BENCH_LOOP_FLAGS ?=
+bench-loop: build
+	$(GO) build -o bin/rolloutbench ./cmd/rolloutbench
+	DATABASE_URL="$$(env -u DATABASE_URL TRAINYARD_PG_DATABASE=trainyard_bench scripts/ensure-postgres.sh)"; \
+	export DATABASE_URL; \
+	./bin/rolloutbench -loop -threads $(BENCH_THREADS) -trainyard $(BIN) $(BENCH_LOOP_FLAGS)
 
 ## pretrain: pretrain the built-in base model (engine/pretrain) into engine/zoo/tinychat
 pretrain: build

@@ -6,6 +6,10 @@
 // step to this machine's roofline bound, beside PyTorch (Debian's python3-torch, same threads) decoding
 // the same batch with a KV cache (engine/cmd/enginebench/torch_bench.py --work rollouts).
 //
+// With -loop (`make bench-loop`) it times whole ART-style RL iterations through the same API instead:
+// G groups × N rollouts, a deterministic reward, the groups logged, an RL job followed to training_ended,
+// and the first chat on the checkpoint it wrote (loop.go).
+//
 // It runs the trainyard binary as a child process, so it imports no server code; run it from the
 // repository's root (the default paths of the binary, tokenizer files and PyTorch script are relative).
 package main
@@ -32,14 +36,23 @@ type options struct {
 	python, torchScript             string
 	noTorch                         bool
 	timeout                         time.Duration
+	// The loop mode's (-loop): iterations per shape and G×N, the RL jobs' learning rate, the first
+	// chat's tokens.
+	loop                   bool
+	iterations, chatTokens int
+	learningRate           float64
 }
 
 func main() {
 	var (
 		o      options
 		only   = flag.String("shapes", "", "comma-separated shapes to run (default all: "+shapeNames()+")")
-		groups = flag.String("groups", "4x8,8x16", "runs of G groups × N rollouts each, comma-separated")
+		groups = flag.String("groups", "4x8,8x16", "runs of G groups × N rollouts each, comma-separated (-loop: default 4x8)")
 	)
+	flag.BoolVar(&o.loop, "loop", false, "time ART-style RL iterations instead (make bench-loop): rollouts, reward and log, RL job, first chat on the new checkpoint")
+	flag.IntVar(&o.iterations, "iterations", 1, "-loop: RL iterations per shape and G×N, each on the previous one's checkpoint")
+	flag.Float64Var(&o.learningRate, "learning-rate", 1e-5, "-loop: the RL jobs' learning rate")
+	flag.IntVar(&o.chatTokens, "chat-tokens", 16, "-loop: new tokens of the first chat on the new checkpoint")
 	flag.IntVar(&o.tokens, "tokens", 128, "new tokens per rollout")
 	flag.IntVar(&o.threads, "threads", runtime.NumCPU(), "GOMAXPROCS of the service, threads of PyTorch and of the bandwidth measure")
 	flag.IntVar(&o.rows, "rows", 0, "TRAINYARD_CHAT_CONCURRENCY of the service (0: its default, 32 × threads)")
@@ -51,6 +64,9 @@ func main() {
 	flag.BoolVar(&o.noTorch, "no-torch", false, "skip PyTorch")
 	flag.DurationVar(&o.timeout, "timeout", time.Hour, "give up on the whole run after this long")
 	flag.Parse()
+	if o.loop && !flagSet("groups") {
+		*groups = "4x8"
+	}
 	var err error
 	if o.groups, err = parseGroups(*groups); err != nil {
 		fail(fmt.Errorf("-groups: %w", err))
@@ -68,12 +84,19 @@ func main() {
 	if len(o.shapes) == 0 {
 		o.shapes = shapes
 	}
-	if o.tokens < 2 || o.threads < 1 || o.rows < 0 {
-		fail(fmt.Errorf("-tokens must be at least 2, -threads at least 1 and -rows not negative"))
+	if o.tokens < 2 || o.threads < 1 || o.rows < 0 || o.iterations < 1 || o.chatTokens < 1 || o.learningRate <= 0 {
+		fail(fmt.Errorf("-tokens must be at least 2, -threads, -iterations and -chat-tokens at least 1, -rows not negative and -learning-rate positive"))
 	}
 	if err := run(o); err != nil {
 		fail(err)
 	}
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func fail(err error) {
@@ -95,7 +118,7 @@ func run(o options) error {
 	if _, err := os.Stat(o.trainyard); err != nil {
 		return fmt.Errorf("-trainyard: %w (make build)", err)
 	}
-	if !o.noTorch {
+	if !o.noTorch && !o.loop {
 		if err := checkTorch(o.python, o.torchScript); err != nil {
 			return err
 		}
@@ -117,6 +140,9 @@ func run(o options) error {
 			return err
 		}
 		progress("%s snapshot in %s (%.0f s)", sh.name, dir, time.Since(start).Seconds())
+	}
+	if o.loop {
+		return runLoopService(ctx, o, tmp, modelsDir, databaseURL)
 	}
 	progress("measuring bandwidth and peaks")
 	m := roofline.Measure(o.threads)
@@ -205,4 +231,27 @@ func engineRuns(ctx context.Context, o options, svc *service, m roofline.Machine
 		}
 	}
 	return sums, nil
+}
+
+// runLoopService runs the loop mode against its own `trainyard serve` and prints its table.
+func runLoopService(ctx context.Context, o options, tmp, modelsDir, databaseURL string) error {
+	var extra []string
+	if o.rows > 0 {
+		extra = append(extra, fmt.Sprintf("TRAINYARD_CHAT_CONCURRENCY=%d", o.rows))
+	}
+	progress("starting %s serve", o.trainyard)
+	svc, err := startService(o.trainyard, tmp+"/data", modelsDir, databaseURL, o.threads, extra)
+	if err != nil {
+		return err
+	}
+	its, err := runLoop(ctx, o, svc)
+	if stopErr := svc.stop(); err == nil && stopErr != nil {
+		progress("%v", stopErr)
+	}
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, svc.stderr.tail())
+	}
+	printLoopTable(os.Stdout, loopHeader{threads: o.threads, tokens: o.tokens, backend: linalg.Backend(),
+		learningRate: o.learningRate}, its)
+	return nil
 }

@@ -74,3 +74,22 @@ trainyard_chat_tokens_total{kind="prompt"} 7
 		t.Fatalf("missing counter: ok %v, err %v", ok, err)
 	}
 }
+
+func TestLoopTableAndReward(t *testing.T) {
+	t.Parallel()
+	if r := reward("ab 1!"); r != 0.4 {
+		t.Errorf("reward = %v, want 0.4 (2 letters of 5 characters)", r)
+	}
+	if r := reward(""); r != 0 {
+		t.Errorf("reward of an empty reply = %v", r)
+	}
+	it := iteration{shape: "SmolLM2-135M", spec: groupSpec{4, 8}, index: 1, step: 1,
+		rollouts: 10 * time.Second, score: 250 * time.Millisecond, train: 20 * time.Second, chat: 750 * time.Millisecond,
+		completionTokens: 4096, trainTokens: 6000, engineTrainTPS: 400}
+	var b strings.Builder
+	printLoopTable(&b, loopHeader{threads: 2, tokens: 128, backend: "avx2", learningRate: 1e-5}, []iteration{it})
+	want := "| SmolLM2-135M | 4×8 | 1 → step 1 | 10.0 s | 410 | 0.25 s | 20.0 s | 300 (step 400) | 0.75 s | 31.0 s |\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks the row %q:\n%s", want, b.String())
+	}
+}
