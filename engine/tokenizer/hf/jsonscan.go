@@ -161,11 +161,16 @@ func parseVocab(raw []byte) (map[string]int, error) {
 	if err := s.expect('{'); err != nil {
 		return nil, err
 	}
-	vocab := make(map[string]int, len(raw)/20) // entries average 20-25 bytes
 	if s.peek() == '}' {
-		return vocab, nil
+		s.i++
+		return map[string]int{}, nil
 	}
-	for {
+	// The keys are gathered in one block and the map's strings cut from it: one allocation instead of one
+	// per token (262,144 for Gemma).
+	type entry struct{ end, id int }
+	keys := make([]byte, 0, len(raw)/3)         // a vocabulary's keys take a third to a half of its JSON
+	entries := make([]entry, 0, len(raw)/16+16) // entries average 16-25 bytes
+	for done := false; !done; {
 		k, err := s.str()
 		if err != nil {
 			return nil, err
@@ -177,11 +182,22 @@ func parseVocab(raw []byte) (map[string]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", k, err)
 		}
-		vocab[string(k)] = v
-		if more, err := s.more('}'); err != nil || !more {
-			return vocab, err
+		keys = append(keys, k...)
+		entries = append(entries, entry{len(keys), v})
+		more, err := s.more('}')
+		if err != nil {
+			return nil, err
 		}
+		done = !more
 	}
+	all := string(keys)
+	vocab := make(map[string]int, len(entries))
+	start := 0
+	for _, e := range entries {
+		vocab[all[start:e.end]] = e.id
+		start = e.end
+	}
+	return vocab, nil
 }
 
 // parseMerges reads merges in either format, "a b" strings (the original one, "#version" lines skipped)

@@ -103,6 +103,28 @@ func (d *decoder) appendToken(dst []byte, tok string, first bool) []byte {
 	if d.byteLevel {
 		return appendSpelled(dst, tok)
 	}
+	if len(d.perToken) == 1 {
+		// Gemma's and Llama 2's one step, "▁" → " ", written straight into dst: building every token's
+		// string first was most of the allocations of a load.
+		if r, ok := d.perToken[0].(*replacer); ok && r.m == nil {
+			n := len(dst)
+			for {
+				k := strings.Index(tok, r.literal)
+				if k < 0 {
+					break
+				}
+				dst = append(append(dst, tok[:k]...), r.content...)
+				tok = tok[k+len(r.literal):]
+			}
+			dst = append(dst, tok...)
+			if d.byteFallback && len(dst)-n == 6 {
+				if b, ok := byteToken(string(dst[n:])); ok {
+					return append(dst[:n], b)
+				}
+			}
+			return dst
+		}
+	}
 	for _, st := range d.perToken {
 		tok = st.token(tok, first)
 	}

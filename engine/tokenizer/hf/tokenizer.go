@@ -186,19 +186,19 @@ func (t *Tokenizer) addTokens(list []addedJSON, vocab map[string]int) error {
 	next := len(vocab) // the reference numbers new tokens from the vocabulary's size on
 	var raw, normed []*addedToken
 	for i, a := range list {
-		field := fmt.Sprintf("[%d]", i)
+		field := func() string { return fmt.Sprintf("[%d]", i) }
 		if a.Content == "" {
 			continue
 		}
 		if _, dup := t.added[a.Content]; dup {
-			return errAt(field+".content", fmt.Errorf("%q is added twice", a.Content))
+			return errAt(field()+".content", fmt.Errorf("%q is added twice", a.Content))
 		}
 		want, inVocab := vocab[a.Content]
 		if !inVocab {
 			want, next = next, next+1
 		}
 		if a.ID != want {
-			return errAt(field+".id", fmt.Errorf("%q has id %d but the reference would give it %d", a.Content, a.ID, want))
+			return errAt(field()+".id", fmt.Errorf("%q has id %d but the reference would give it %d", a.Content, a.ID, want))
 		}
 		tok := &addedToken{id: a.ID, content: a.Content, singleWord: a.SingleWord, lstrip: a.LStrip,
 			rstrip: a.RStrip, normalized: a.Normalized, special: a.Special}
