@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -41,6 +43,12 @@ type app struct {
 }
 
 func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
+	if lim := cfg.Worker.MemoryLimit; lim > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// Training sizes its micro-batches to the memory limit; the collector must keep the garbage a step
+		// leaves within it too, which the default GOGC does not with gigabytes of live weights (a Gemma 3
+		// 270M RL step measured 1.62 GB against a 1.5 GB limit without this, 1.43 GB with it).
+		debug.SetMemoryLimit(lim)
+	}
 	a := &app{cfg: cfg, inf: inf, log: log, bases: openCatalog(cfg, log)}
 	if inf.temporal != nil { // infer has no Temporal
 		a.jobs = workflows.NewClient(inf.temporal, workflows.ClientOptions{
