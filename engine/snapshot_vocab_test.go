@@ -45,3 +45,17 @@ func TestGemma3TextVocabulary(t *testing.T) {
 		t.Errorf("a prompt with <image_soft_token>: %v, want invalid input naming the id", err)
 	}
 }
+
+// TestSnapshotVocabularyTooSmall: an embedding without rows for some of the vocabulary's own tokens is
+// still refused (here Qwen3's 151,643 BPE tokens against 151,000 rows), naming config.json's vocab_size.
+func TestSnapshotVocabularyTooSmall(t *testing.T) {
+	cfg := hfsnapshot.TinyQwen3
+	cfg.VocabSize = 151000
+	dir := t.TempDir()
+	hfsnapshot.WriteQwen3Snapshot(t, dir, cfg, 3)
+	_, err := OpenSnapshot("test/small", dir)
+	var se *SnapshotError
+	if !errors.As(err, &se) || se.Field != "vocab_size" || !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("OpenSnapshot = %v, want a SnapshotError on vocab_size", err)
+	}
+}
