@@ -151,3 +151,57 @@ func TestTrainingUnsplittable(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainingVariants runs every corpus conversation through every template again with the assistant
+// contents padded by the whitespace a sampled answer may carry (which trimming templates drop) and only
+// some turns trainable: every turn located is the text the template writes after the turn's prompt, and
+// the segments rebuild the rendering. Where a turn cannot be located the error is ErrMask, never a panic.
+func TestTrainingVariants(t *testing.T) {
+	corpus := loadCorpus(t)
+	for _, model := range parityModels {
+		tpl := loadModel(t, model)
+		located, refused := 0, 0
+		for n, c := range corpus {
+			req := c.request(t)
+			req.AddGenerationPrompt = false
+			k := 0
+			for i := range req.Messages {
+				if m := &req.Messages[i]; m.Role == "assistant" {
+					m.Content = []string{" ", "\n", "", "  \n"}[(n+k)%4] + m.Content + []string{"\n", "", " ", "\n\n"}[(n+k)%4]
+					m.Trainable = (n+k)%2 == 0
+					k++
+				}
+			}
+			full, err := tpl.Render(req)
+			if err != nil {
+				continue
+			}
+			tr, err := tpl.RenderTraining(req)
+			if err != nil {
+				t.Logf("%s %s: %v", model, c.Name, err)
+				if !errors.Is(err, ErrMask) {
+					t.Errorf("%s %s: %v", model, c.Name, err)
+				}
+				refused++
+				continue
+			}
+			var all strings.Builder
+			for _, s := range tr.Segments {
+				all.WriteString(s.Text)
+			}
+			if all.String() != full {
+				t.Errorf("%s %s: the segments do not rebuild the rendering", model, c.Name)
+			}
+			for _, turn := range tr.Turns {
+				located++
+				msgs := req.Messages[:turn.Message]
+				prompt, err1 := tpl.Render(Request{Messages: msgs, Tools: req.Tools, Kwargs: req.Kwargs, AddGenerationPrompt: true})
+				through, err2 := tpl.Render(Request{Messages: req.Messages[:turn.Message+1], Tools: req.Tools, Kwargs: req.Kwargs})
+				if err1 != nil || err2 != nil || !strings.HasPrefix(through, prompt+turn.Generated+turn.End) {
+					t.Errorf("%s %s: message %d: %q is not what follows its prompt", model, c.Name, turn.Message, turn.Generated+turn.End)
+				}
+			}
+		}
+		t.Logf("%s: %d turns located, %d conversations refused", model, located, refused)
+	}
+}
