@@ -183,7 +183,9 @@ func (b *Base) RenderPromptKwargs(msgs []Message, tools []Tool, kwargs map[strin
 }
 
 // RenderTraining renders a conversation as a training sequence; assistant turns with Trainable set get
-// loss on their tokens and their closing end-of-turn marker (<|im_end|>, <|eot_id|>, ...).
+// loss on their tokens (a turn's sampled ids when it carries them) and on the end-of-turn marker the
+// template closes them with (<|im_end|>, <|eot_id|>, ...; none when it closes turns with a newline or
+// nothing, and what its {% generation %} blocks hold when it has them).
 func (b *Base) RenderTraining(msgs []Message, tools []Tool) (Sequence, error) {
 	s, err := b.tmpl.RenderTraining(msgs, tools)
 	return s, wrapInput(err)
