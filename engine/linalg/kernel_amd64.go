@@ -106,8 +106,9 @@ var avx2RowTiles = [6]func(kc int, a, b, c *float32, ldc int, alpha, beta float3
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		panelTilesBF16 = [6]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
-			1: panel1x16BF16AVX2, 2: panel2x16BF16AVX2, 3: panel3x16BF16AVX2, 4: panel4x16BF16AVX2, 5: panel5x16BF16AVX2}
+		panelTilesBF16 = [7]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
+			1: panel1x16BF16AVX2, 2: panel2x16BF16AVX2, 3: panel3x16BF16AVX2, 4: panel4x16BF16AVX2,
+			5: panel5x16BF16AVX2, 6: panel6x16BF16AVX2}
 	}
 }
 

@@ -92,11 +92,16 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 			widenBF16(dst[:kc*p.nr], p.data[o:o+kc*p.nr])
 		}
 	}
-	if m < len(panelTilesBF16) && panelTilesBF16[m] != nil && p.nr == 16 {
-		// A few rows stream W from memory and do little arithmetic per byte: split by the bytes read.
+	if m <= panelsMaxRows && panelTilesBF16[6] != nil && p.nr == 16 {
+		// A decoding batch streams W from memory and does few multiply-adds per byte: split by the bytes
+		// read when that gives more workers.
 		workers, release := acquireStreamWorkers(2 * n * k)
+		if workers == 1 {
+			release()
+			workers, release = acquireWorkers(m, n, k)
+		}
 		defer release()
-		sgemmFewRows(workers, m, alpha, a, lda, p, beta, c, ldc)
+		sgemmRowGroups(workers, m, alpha, a, lda, p, beta, c, ldc)
 		return
 	}
 	workers, release := acquireWorkers(m, n, k)
@@ -166,44 +171,58 @@ func sgemmPanels(kern *microKernel, workers, m, n, k int, alpha float32, a []flo
 // PackedPanelRows is how many rows of an n-row matrix PackBF16 groups in a panel (it pads n to a multiple).
 func PackedPanelRows(n int) int { return kernelFor(n).nr }
 
-// panelTilesBF16[m], where the CPU has them (AVX2), multiplies m rows of A by one 16-wide panel of a
+// panelTilesBF16[m], where the CPU has them (AVX2), multiplies m ≤ 6 rows of A by one 16-wide panel of a
 // PackedBF16, widening the panel in registers: C = alpha·A·P + beta·C (beta 0: C is not read).
-var panelTilesBF16 [6]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
+var panelTilesBF16 [7]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
 
-// sgemmFewRows is SgemmPackedBF16 for fewer than 6 rows of A (a small decoding batch): each worker takes
-// runs of panels and streams each panel's blocks of k-steps through panelTilesBF16, with nothing packed or
-// widened into memory.
-func sgemmFewRows(workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+// sgemmRowGroups is SgemmPackedBF16 for a decoding batch on AVX2: each worker takes a run of W's panels and,
+// block of k-steps by block, runs panelTilesBF16 over each panel with the rows of A in groups of up to 6 (A's
+// block, m × 256 values at most, stays in L1/L2; each panel block, 6 KiB at k = 576, in L1 while the groups
+// pass over it). A run's panels are contiguous within a block, so a worker streams W in long sequential
+// runs, and nothing is packed or widened into memory.
+func sgemmRowGroups(workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
 	n, k, nr := p.n, p.k, p.nr
 	nPad := roundUp(n, nr)
 	colPanels := nPad / nr
-	tile := panelTilesBF16[m]
 	per := max(1, min(16, colPanels/(4*workers)))
+	// Groups as even as 6 rows allow (32 rows: 5,5,5,5,6,6, not 6×5 and 2): a group of 2 does 4 FMAs per
+	// widened step, which the widening, not the FMA units, then bounds.
+	groups := (m + 5) / 6
+	var size [panelsMaxRows/6 + 1]int
+	for g := range groups {
+		size[g] = m / groups
+		if g >= groups-m%groups {
+			size[g]++
+		}
+	}
 	parallelFor(workers, (colPanels+per-1)/per, func(_, u int) {
-		var edge [5 * 16]float32 // the last panel's tile, when n is not a multiple of 16
-		for jp := u * per; jp < min(colPanels, (u+1)*per); jp++ {
-			j0 := jp * nr
-			cols := min(nr, n-j0)
-			for p0 := 0; p0 < k; p0 += p.kc {
-				kcur := min(p.kc, k-p0)
+		// The last panel's tiles, when n is not a multiple of 16: accumulated over the blocks, merged once.
+		var edge [panelsMaxRows * 16]float32
+		lo, hi := u*per, min(colPanels, (u+1)*per)
+		for p0 := 0; p0 < k; p0 += p.kc {
+			kcur := min(p.kc, k-p0)
+			bcur, acc := beta, float32(1)
+			if p0 == 0 {
+				acc = 0
+			} else {
+				bcur = 1
+			}
+			for jp := lo; jp < hi; jp++ {
+				j0 := jp * nr
 				panel := &p.data[p0*nPad+j0*kcur]
-				if cols == nr {
-					bcur := beta
-					if p0 > 0 {
-						bcur = 1
+				for g, i0 := 0, 0; g < groups; g++ {
+					rows := size[g]
+					if j0+nr <= n {
+						panelTilesBF16[rows](kcur, &a[i0*lda+p0], lda, panel, &c[i0*ldc+j0], ldc, alpha, bcur)
+					} else {
+						panelTilesBF16[rows](kcur, &a[i0*lda+p0], lda, panel, &edge[i0*nr], nr, 1, acc)
 					}
-					tile(kcur, &a[p0], lda, panel, &c[j0], ldc, alpha, bcur)
-					continue
+					i0 += rows
 				}
-				var acc float32 // accumulate the edge tile over the blocks, then merge it into C once
-				if p0 > 0 {
-					acc = 1
-				}
-				tile(kcur, &a[p0], lda, panel, &edge[0], nr, 1, acc)
 			}
-			if cols < nr {
-				mergeTile(edge[:], nr, m, cols, alpha, beta, c[j0:], ldc)
-			}
+		}
+		if j0 := (hi - 1) * nr; j0+nr > n {
+			mergeTile(edge[:], nr, m, n-j0, alpha, beta, c[j0:], ldc)
 		}
 	})
 }
@@ -213,7 +232,7 @@ func sgemmFewRows(workers, m int, alpha float32, a []float32, lda int, p *Packed
 // its panel width, AVX2's 16) and no bfloat16 dot products need the row-major layout: then a frozen matrix
 // need only be held packed (SgemmPackedBF16N and PackedBF16.Row serve the other uses).
 func PackedReplacesRowMajor(n int) bool {
-	return kernelFor(n).nr == 16 && panelTilesBF16[1] != nil && !BF16Dot()
+	return kernelFor(n).nr == 16 && panelTilesBF16[6] != nil && !BF16Dot()
 }
 
 // Row widens row i of W into dst[:k] (an embedding lookup on a tied, packed head).

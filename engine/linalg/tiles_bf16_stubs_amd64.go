@@ -75,3 +75,7 @@ func panel4x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc in
 // panel5x16BF16AVX2 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 5 rows of A (stride lda) and
 // 16 columns of C (stride ldc), P k groups of 16 bfloat16 values.
 func panel5x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel6x16BF16AVX2 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 6 rows of A (stride lda) and
+// 16 columns of C (stride ldc), P k groups of 16 bfloat16 values.
+func panel6x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
