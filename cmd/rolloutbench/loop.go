@@ -76,7 +76,7 @@ func runLoop(ctx context.Context, o options, svc *service) ([]iteration, error) 
 		}
 		progress("%s loaded and warmed up (%.0f s)", sh.name, time.Since(start).Seconds())
 		for gi, g := range o.groups {
-			m, err := c.RegisterModel(ctx, "loopbench", fmt.Sprintf("%s-%s-%s", sh.name, g, stamp), sh.modelName())
+			m, err := c.RegisterModel(ctx, "loopbench", fmt.Sprintf("%s-%dx%d-%s", sh.name, g.groups, g.n, stamp), sh.modelName())
 			if err != nil {
 				return nil, fmt.Errorf("%s: register the model: %w", sh.name, err)
 			}
