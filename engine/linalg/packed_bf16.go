@@ -268,10 +268,20 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	defer release()
 	// op(B) = W: the driver's k-steps are W's rows, its columns W's columns. In the packed layout the rows
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
+	nPad := roundUp(n, p.nr)
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		for c := range cols {
-			for pp := range kc {
-				dst[pp*kern.nr+c] = fromBF16(p.at(p0+pp, j0+c))
+			q := j0 + c // W's column: its values for the rows of one panel are contiguous
+			qb := q / p.kc * p.kc
+			kq := min(p.kc, p.k-qb)
+			base := qb*nPad + (q-qb)*p.nr
+			for pp := 0; pp < kc; {
+				j := p0 + pp
+				run := min(p.nr-j%p.nr, kc-pp)
+				for t, v := range p.data[base+j/p.nr*kq*p.nr+j%p.nr:][:run] {
+					dst[(pp+t)*kern.nr+c] = fromBF16(v)
+				}
+				pp += run
 			}
 		}
 		for pp := range kc {
