@@ -9,11 +9,11 @@ import "sync"
 // spaces), with byte-fallback tokens or the unknown token for characters the vocabulary lacks. Either way
 // the merge table is indexed by pairs of ids.
 type bpe struct {
-	raw          map[string]int32   // byte-level: raw bytes → id, for tokens the model can produce
-	tokens       [][]byte           // id → decoded bytes, nil where no id
-	byteID       [256]int32         // byte-level: the single-byte tokens, the starting symbols of every piece
-	merges       map[uint64]mergeTo // (left id, right id) → rank and result
-	ignoreMerges bool               // a piece that is a whole vocabulary token is that token (Llama 3)
+	raw          map[string]int32 // byte-level: raw bytes → id, for tokens the model can produce
+	tokens       [][]byte         // id → decoded bytes, nil where no id
+	byteID       [256]int32       // byte-level: the single-byte tokens, the starting symbols of every piece
+	merges       mergeTable       // (left id, right id) → rank and result
+	ignoreMerges bool             // a piece that is a whole vocabulary token is that token (Llama 3)
 	cache        wordCache
 	scratch      sync.Pool // *mergeState
 
@@ -182,7 +182,7 @@ func (st *mergeState) merge(m *bpe, ids []int32) []int32 {
 	syms[len(syms)-1].next = -1
 	st.queue = st.queue[:0]
 	for i := 0; i+1 < len(syms); i++ {
-		if mt, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+		if mt, ok := m.merges.get(pairKey(syms[i].id, syms[i+1].id)); ok {
 			st.queue.push(newCandidate(mt, int32(i), syms[i].id, syms[i+1].id))
 		}
 	}
@@ -207,12 +207,12 @@ func (st *mergeState) merge(m *bpe, ids []int32) []int32 {
 			syms[right.next].prev = pos
 		}
 		if left.prev >= 0 {
-			if mt, ok := m.merges[pairKey(syms[left.prev].id, left.id)]; ok {
+			if mt, ok := m.merges.get(pairKey(syms[left.prev].id, left.id)); ok {
 				q.push(newCandidate(mt, left.prev, syms[left.prev].id, left.id))
 			}
 		}
 		if left.next >= 0 {
-			if mt, ok := m.merges[pairKey(left.id, syms[left.next].id)]; ok {
+			if mt, ok := m.merges.get(pairKey(left.id, syms[left.next].id)); ok {
 				q.push(newCandidate(mt, pos, left.id, syms[left.next].id))
 			}
 		}
@@ -236,7 +236,7 @@ func mergeShort(m *bpe, ids []int32) []int32 {
 	for len(ids) > 1 {
 		best, at := mergeTo{rank: -1}, -1
 		for i := 0; i+1 < len(ids); i++ {
-			if mt, ok := m.merges[pairKey(ids[i], ids[i+1])]; ok && (at < 0 || mt.rank < best.rank) {
+			if mt, ok := m.merges.get(pairKey(ids[i], ids[i+1])); ok && (at < 0 || mt.rank < best.rank) {
 				best, at = mt, i
 			}
 		}

@@ -258,8 +258,7 @@ func buildModel(mj *modelJSON, dec *decoder) (*bpe, map[string]int, []string, er
 			m.byteID[b] = int32(id)
 		}
 	}
-	m.merges = make(map[uint64]mergeTo, len(mj.Merges)/24) // entries average 25-30 bytes
-	r := mergeResolver{vocab: vocab, m: m}
+	r := mergeResolver{vocab: vocab}
 	err = parseMerges(mj.Merges, r.add)
 	if err == nil {
 		err = r.flush()
@@ -267,19 +266,19 @@ func buildModel(mj *modelJSON, dec *decoder) (*bpe, map[string]int, []string, er
 	if err != nil {
 		return nil, nil, nil, errAt("merges", err)
 	}
+	m.merges = newMergeTable(r.entries)
 	return m, vocab, byID, nil
 }
 
-// mergeResolver fills the merge table. Looking up each pair's two tokens and their concatenation in the
-// vocabulary is most of a load (three random accesses into a map of 262,144 strings for each of Gemma's
-// 514,906 merges), so the pairs are resolved a batch at a time on up to two cores; the table is filled in
-// file order, a pair listed twice keeping its last rank as the reference's map does.
+// mergeResolver turns the merges into entries of the merge table. Looking up each pair's two tokens and
+// their concatenation in the vocabulary is most of a load (three random accesses into a map of 262,144
+// strings for each of Gemma's 514,906 merges), so the pairs are resolved a batch at a time on up to two
+// cores; the entries keep file order and rank.
 type mergeResolver struct {
-	vocab map[string]int
-	m     *bpe
-	pairs [][2][]byte
-	ids   [][3]int32
-	rank  int32
+	vocab   map[string]int
+	pairs   [][2][]byte
+	ids     [][3]int32
+	entries []mergeEntry
 }
 
 const mergeBatch = 1 << 15
@@ -327,11 +326,10 @@ func (r *mergeResolver) flush() error {
 	}
 	if bad >= 0 {
 		p := r.pairs[bad]
-		return fmt.Errorf("merge %d: %q %q: a token is not in the vocabulary", int(r.rank)+bad, p[0], p[1])
+		return fmt.Errorf("merge %d: %q %q: a token is not in the vocabulary", len(r.entries)+bad, p[0], p[1])
 	}
 	for _, id := range ids {
-		r.m.merges[pairKey(id[0], id[1])] = mergeTo{rank: r.rank, id: id[2]}
-		r.rank++
+		r.entries = append(r.entries, mergeEntry{key: pairKey(id[0], id[1]), rank: int32(len(r.entries)), id: id[2]})
 	}
 	r.pairs = r.pairs[:0]
 	return nil
