@@ -81,8 +81,23 @@ var avx512NarrowKernel = &microKernel{name: "avx512-narrow", mr: 14, nr: 16, pac
 		tile14x16AVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta, rows, cols)
 	}}
 
+// packA6 packs 6-row panels of a row-major op(A) for the AVX2 kernel, 8 k-steps at a time in registers
+// (packA6AVX2), the generic loop doing the rest: the last steps, since the assembly writes 2 values past each
+// chunk, and short panels.
+func packA6(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
+	chunks := (kc - 1) / 8 // at least one k-step left after them, so the overrun stays inside dst
+	if transA || rows < 6 || chunks == 0 {
+		packA(dst, a, lda, transA, i0, rows, p0, kc, 6)
+		return
+	}
+	_, _ = dst[6*kc-1], a[(i0+5)*lda+p0+kc-1]
+	packA6AVX2(&dst[0], &a[i0*lda+p0], chunks, lda)
+	done := 8 * chunks
+	packA(dst[6*done:], a, lda, false, i0, rows, p0+done, kc-done, 6)
+}
+
 // avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.
-var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16,
+var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packA: packA6,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
 		_, _ = ap[6*kc-1], bp[16*kc-1]
 		if rows < 6 && cols == 16 {

@@ -115,15 +115,17 @@ func TestPackA(t *testing.T) {
 		}
 		for rows := 1; rows <= kern.mr; rows++ {
 			for _, trans := range []bool{false, true} {
-				const i0, p0, kc, lda = 3, 5, 37, 61
-				a := randSlice(rng, 61*61)
-				want := make([]float32, kern.mr*kc)
-				got := randSlice(rng, kern.mr*kc)
-				packA(want, a, lda, trans, i0, rows, p0, kc, kern.mr)
-				kern.packA(got, a, lda, trans, i0, rows, p0, kc)
-				for i := range want {
-					if got[i] != want[i] {
-						t.Fatalf("%s rows=%d trans=%v: packed[%d] = %v, want %v", kern.name, rows, trans, i, got[i], want[i])
+				for _, kc := range []int{1, 8, 9, 16, 17, 37, 56} { // around the 8-step chunks of packA6AVX2
+					const i0, p0, lda = 3, 5, 61
+					a := randSlice(rng, 61*61)
+					want := make([]float32, kern.mr*kc)
+					got := randSlice(rng, kern.mr*kc)
+					packA(want, a, lda, trans, i0, rows, p0, kc, kern.mr)
+					kern.packA(got, a, lda, trans, i0, rows, p0, kc)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s rows=%d trans=%v kc=%d: packed[%d] = %v, want %v", kern.name, rows, trans, kc, i, got[i], want[i])
+						}
 					}
 				}
 			}

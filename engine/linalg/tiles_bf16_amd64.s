@@ -2231,3 +2231,67 @@ panel6x16BF16AVX2_overwrite:
 	VMOVUPS Y11, 32(AX)
 	VZEROUPPER
 	RET
+
+// func packA6AVX2(dst *float32, src *float32, chunks int, lda int)
+// Requires: AVX
+TEXT ·packA6AVX2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), AX
+	MOVQ   src+8(FP), CX
+	MOVQ   chunks+16(FP), DX
+	MOVQ   lda+24(FP), BX
+	SHLQ   $0x02, BX
+	LEAQ   (CX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), R8
+	LEAQ   (R8)(BX*1), R9
+	LEAQ   (R9)(BX*1), BX
+	VXORPS Y0, Y0, Y0
+	XORQ   R10, R10
+
+packA6_loop:
+	TESTQ      DX, DX
+	JZ         packA6_done
+	VMOVUPS    (CX)(R10*1), Y1
+	VMOVUPS    (SI)(R10*1), Y2
+	VMOVUPS    (DI)(R10*1), Y3
+	VMOVUPS    (R8)(R10*1), Y4
+	VMOVUPS    (R9)(R10*1), Y5
+	VMOVUPS    (BX)(R10*1), Y6
+	VUNPCKLPS  Y2, Y1, Y7
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VSHUFPS    $0x44, Y2, Y7, Y6
+	VSHUFPS    $0xee, Y2, Y7, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y7
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y0, Y4, Y3
+	VSHUFPS    $0xee, Y0, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y8
+	VSHUFPS    $0xee, Y0, Y5, Y5
+	VPERM2F128 $0x20, Y3, Y6, Y9
+	VMOVUPS    Y9, (AX)
+	VPERM2F128 $0x20, Y4, Y2, Y9
+	VMOVUPS    Y9, 24(AX)
+	VPERM2F128 $0x20, Y8, Y7, Y9
+	VMOVUPS    Y9, 48(AX)
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VMOVUPS    Y9, 72(AX)
+	VPERM2F128 $0x31, Y3, Y6, Y3
+	VMOVUPS    Y3, 96(AX)
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VMOVUPS    Y2, 120(AX)
+	VPERM2F128 $0x31, Y8, Y7, Y2
+	VMOVUPS    Y2, 144(AX)
+	VPERM2F128 $0x31, Y5, Y1, Y1
+	VMOVUPS    Y1, 168(AX)
+	ADDQ       $0x20, R10
+	ADDQ       $0xc0, AX
+	DECQ       DX
+	JMP        packA6_loop
+
+packA6_done:
+	VZEROUPPER
+	RET

@@ -79,3 +79,7 @@ func panel5x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc in
 // panel6x16BF16AVX2 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 6 rows of A (stride lda) and
 // 16 columns of C (stride ldc), P k groups of 16 bfloat16 values.
 func panel6x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// packA6AVX2 packs chunks×8 k-steps of 6 rows of A (row stride lda) into dst as groups of 6 values, writing
+// 2 values past the last group.
+func packA6AVX2(dst *float32, src *float32, chunks int, lda int)

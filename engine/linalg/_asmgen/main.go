@@ -40,6 +40,7 @@ func main() {
 	roundBF16()
 	rowTiles()
 	panelTiles()
+	packA6()
 	Generate()
 	if err := writeDotTiles(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
