@@ -245,7 +245,7 @@ func parseMerges(raw []byte, f func(a, b []byte) error) error {
 			a, b = line[:k], line[k+1:]
 		}
 		if err := f(a, b); err != nil {
-			return fmt.Errorf("merge %d: %w", n, err)
+			return err // f names the merge itself: it may be resolving an earlier batch
 		}
 	next:
 		if more, err := s.more(']'); err != nil || !more {

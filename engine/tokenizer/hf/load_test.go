@@ -3,6 +3,7 @@ package hf
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,5 +175,20 @@ func TestLoadDir(t *testing.T) {
 	var le *LoadError
 	if !errors.As(err, &le) || !strings.HasSuffix(le.File, "tokenizer.json") || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestMergeErrorNamesTheMerge: a merge whose token is not in the vocabulary is reported by its index,
+// also when it is resolved in a later batch than the one being read.
+func TestMergeErrorNamesTheMerge(t *testing.T) {
+	merges := make([]any, 0, mergeBatch+10)
+	for len(merges) < mergeBatch+5 {
+		merges = append(merges, "h e")
+	}
+	merges = append(merges, "h z9", "l l")
+	_, err := New(tinyJSON(t, func(d map[string]any) { d["model"].(map[string]any)["merges"] = merges }), nil)
+	want := fmt.Sprintf("model.merges: merge %d: \"h\" \"z9\": a token is not in the vocabulary", mergeBatch+5)
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("got %v, want it to end in %q", err, want)
 	}
 }
