@@ -120,9 +120,13 @@ func (t *Tokenizer) Decode(ids []int) string {
 	return s
 }
 
-// tokenText returns a token as tokenizer.json spells it (an added token: its content).
+// tokenText returns a token as tokenizer.json spells it (an added token: its content, normalized when it
+// is matched normalized, as addTokens decodes it).
 func (t *Tokenizer) tokenText(id int) string {
 	if a := t.addedID[id]; a != nil {
+		if a.normalized {
+			return t.norm.apply(a.content)
+		}
 		return a.content
 	}
 	return t.text[id]
