@@ -65,3 +65,12 @@ func TestDecodeStepWeightsAndBound(t *testing.T) {
 		t.Errorf("batch 32 bound = %v, want %v (FLOPs / peak)", got, want)
 	}
 }
+
+func TestMaxKeepsTheHigherFigures(t *testing.T) {
+	a := Machine{Threads: 2, FMAPeak: 30e9, FMAName: "AVX2 FMA", SgemmPeak: 40e9, GoBandwidth: 20e9, KernelBandwidth: 4e9, Bandwidth: 20e9}
+	b := Machine{Threads: 2, FMAPeak: 170e9, FMAName: "AVX2 FMA", SgemmPeak: 30e9, GoBandwidth: 10e9, KernelBandwidth: 25e9, Bandwidth: 25e9}
+	m := a.Max(b)
+	if m.FMAPeak != 170e9 || m.SgemmPeak != 40e9 || m.GoBandwidth != 20e9 || m.KernelBandwidth != 25e9 || m.Bandwidth != 25e9 {
+		t.Errorf("Max = %+v", m)
+	}
+}

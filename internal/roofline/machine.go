@@ -198,3 +198,14 @@ func dotKernelPeak() float64 {
 	})
 	return 2 * m * n * k / d.Seconds()
 }
+
+// Max is the higher of each of m's and o's figures: what both measurements together say the machine can
+// at least do. Peaks and bandwidth are ceilings that other load only lowers, so on a shared machine the
+// benchmarks measure before and after their runs and keep the higher; the names are m's.
+func (m Machine) Max(o Machine) Machine {
+	m.FMAPeak, m.DotPeak = math.Max(m.FMAPeak, o.FMAPeak), math.Max(m.DotPeak, o.DotPeak)
+	m.SgemmPeak, m.DotKernelPeak = math.Max(m.SgemmPeak, o.SgemmPeak), math.Max(m.DotKernelPeak, o.DotKernelPeak)
+	m.GoBandwidth, m.KernelBandwidth = math.Max(m.GoBandwidth, o.GoBandwidth), math.Max(m.KernelBandwidth, o.KernelBandwidth)
+	m.Bandwidth = math.Max(m.GoBandwidth, m.KernelBandwidth)
+	return m
+}

@@ -51,11 +51,15 @@ func runCompare(o compareOptions) error {
 			fewer[strings.ToLower(name)] = v
 		}
 	}
-	fmt.Fprintln(os.Stderr, "enginebench: measuring this machine's peaks and bandwidth")
-	prev := runtime.GOMAXPROCS(o.threads)
-	m := roofline.Measure(o.threads)
-	runtime.GOMAXPROCS(prev)
-	t := table{m: m, dot: linalg.BF16Dot(), seqLen: o.seqLen}
+	// The machine is measured before and after the runs and the higher figures kept: on a shared machine a
+	// burst of other work during one measurement would otherwise lower the peak below what the runs reached.
+	measure := func() roofline.Machine {
+		fmt.Fprintln(os.Stderr, "enginebench: measuring this machine's peaks and bandwidth")
+		prev := runtime.GOMAXPROCS(o.threads)
+		defer runtime.GOMAXPROCS(prev)
+		return roofline.Measure(o.threads)
+	}
+	t := table{m: measure(), dot: linalg.BF16Dot(), seqLen: o.seqLen}
 	for _, sh := range shapes {
 		if o.only != "" && !containsFold(strings.Split(o.only, ","), sh.name) {
 			continue
@@ -91,6 +95,7 @@ func runCompare(o compareOptions) error {
 			}
 		}
 	}
+	t.m = t.m.Max(measure())
 	fmt.Printf("enginebench: engine (%s kernels, bfloat16 base, GOMAXPROCS=%d) vs PyTorch %s (float32, %d threads, OMP_WAIT_POLICY=%s), random weights\n",
 		linalg.Backend(), o.threads, torchenv.Version(o.python), o.threads, waitPolicy(o.threads))
 	t.print(os.Stdout)

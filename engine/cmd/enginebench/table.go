@@ -65,7 +65,7 @@ func (t table) print(w io.Writer) {
 		}
 		dot += ")"
 	}
-	fmt.Fprintf(w, "this machine (medians of 21 runs, %d threads): fp32 %.0f GFLOP/s (%s; linalg.Sgemm 1024²: %.0f), %s, bandwidth %.1f GB/s\n\n",
+	fmt.Fprintf(w, "this machine (%d threads; each figure the median of 21 runs, the higher of a measure before and after the rows): fp32 %.0f GFLOP/s (%s; linalg.Sgemm 1024²: %.0f), %s, bandwidth %.1f GB/s\n\n",
 		m.Threads, m.FMAPeak/1e9, m.FMAName, m.SgemmPeak/1e9, dot, m.Bandwidth/1e9)
 	fmt.Fprintln(w, "| shape | work | engine tokens/s | PyTorch tokens/s | engine / PyTorch | engine GFLOP/s | PyTorch GFLOP/s | engine roofline | PyTorch roofline | engine peak RSS | PyTorch peak RSS |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
