@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // spJSON is a small SentencePiece-style tokenizer.json, shaped like Llama 2's (Prepend and Replace
@@ -252,7 +251,7 @@ func TestStripDecoder(t *testing.T) {
 		start, stop int
 		want        string
 	}{{"  a  ", 1, 0, " a  "}, {"  a  ", 2, 3, "a"}, {" ", 1, 1, ""}, {"", 0, 2, ""}, {"\xff ", 1, 1, "\xff"}} {
-		if got := (stripStep{' ', tc.start, tc.stop}).apply(tc.s); got != tc.want || !utf8.ValidString(tc.want) && got != tc.want {
+		if got := (stripStep{' ', tc.start, tc.stop}).apply(tc.s); got != tc.want {
 			t.Errorf("Strip(%q, %d, %d) = %q, want %q", tc.s, tc.start, tc.stop, got, tc.want)
 		}
 	}
