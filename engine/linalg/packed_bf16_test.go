@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// TestSgemmPackedBF16 checks the packed product against Sgemm on the widened matrix: n on and off the panel
-// width, k in one block, in blocks split evenly (300 → 2×150) and past several, one row to past a row panel
-// of every kernel, with strides. With every kernel of the CPU and the generic one, so both the stored
-// panels (the kernel it was packed for) and the element-wise fallback (any other kernel) are exercised.
+// TestSgemmPackedBF16 checks the packed products against the float64 reference on the widened matrix: n on
+// and off the panel width, k in one block, in blocks split evenly (300 → 2×150) and past several, one row
+// to past a row panel of every kernel, with strides. With the CPU's kernel on matrices packed for it, and
+// with its other kernels and the generic one on matrices packed for the CPU's kernel, so the stored panels
+// and the element-wise fallback are both exercised.
 func TestSgemmPackedBF16(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	saved := kernel
@@ -27,8 +28,19 @@ func TestSgemmPackedBF16(t *testing.T) {
 		w := make([]float32, len(w16))
 		WidenBF16(w, w16)
 		c0 := randVec(rng, tc.m*ldc)
-		p := PackBF16(tc.n, tc.k, w16, ldw)
-		for _, kern := range append(allKernels(), genericKernel) {
+		kernel = saved
+		native := PackBF16(tc.n, tc.k, w16, ldw)
+		kernel = genericKernel
+		narrow := PackBF16(tc.n, tc.k, w16, ldw) // 4-wide panels: no few-row tiles for them
+		for _, run := range []struct {
+			kern *microKernel
+			p    *PackedBF16
+		}{
+			{saved, native},         // the CPU's paths on its own panels
+			{genericKernel, narrow}, // sgemmPanels and the blocked driver on the stored panels of another width
+			{saved, narrow},         // the element-wise fallback: panels of another kernel's width
+		} {
+			kern, p := run.kern, run.p
 			kernel = kern
 			for _, beta := range []float32{0.5, 0} {
 				want := refSgemm(false, true, tc.m, tc.n, tc.k, 0.7, a, lda, w, ldw, beta, c0, ldc)
@@ -69,7 +81,7 @@ func TestSgemmPackedBF16(t *testing.T) {
 		}
 		row := make([]float32, tc.k)
 		for _, i := range []int{0, tc.n / 2, tc.n - 1} {
-			p.Row(i, row)
+			native.Row(i, row)
 			for q, v := range row {
 				if v != w[i*ldw+q] {
 					t.Fatalf("%+v: row %d [%d] = %v, want %v", tc, i, q, v, w[i*ldw+q])
