@@ -1429,7 +1429,7 @@ tile5x16AVX2_overwrite:
 	RET
 
 // func panel1x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·panel1x16BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ   k+0(FP), AX
 	MOVQ   a+8(FP), CX
@@ -1447,6 +1447,7 @@ TEXT ·panel1x16BF16AVX2(SB), NOSPLIT, $0-56
 panel1x16BF16AVX2_loop:
 	CMPQ         DX, SI
 	JGE          panel1x16BF16AVX2_tail
+	PREFETCHT0   1024(BX)
 	VPMOVZXWD    (BX), Y4
 	VPMOVZXWD    16(BX), Y5
 	VPSLLD       $0x10, Y4, Y4
@@ -1505,7 +1506,7 @@ panel1x16BF16AVX2_overwrite:
 	RET
 
 // func panel2x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·panel2x16BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ   k+0(FP), AX
 	MOVQ   a+8(FP), CX
@@ -1528,6 +1529,7 @@ TEXT ·panel2x16BF16AVX2(SB), NOSPLIT, $0-56
 panel2x16BF16AVX2_loop:
 	CMPQ         SI, DI
 	JGE          panel2x16BF16AVX2_tail
+	PREFETCHT0   1024(BX)
 	VPMOVZXWD    (BX), Y8
 	VPMOVZXWD    16(BX), Y9
 	VPSLLD       $0x10, Y8, Y8
@@ -1609,7 +1611,7 @@ panel2x16BF16AVX2_overwrite:
 	RET
 
 // func panel3x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·panel3x16BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ   k+0(FP), AX
 	MOVQ   a+8(FP), CX
@@ -1631,6 +1633,7 @@ TEXT ·panel3x16BF16AVX2(SB), NOSPLIT, $0-56
 panel3x16BF16AVX2_loop:
 	CMPQ         DI, R8
 	JGE          panel3x16BF16AVX2_tail
+	PREFETCHT0   1024(BX)
 	VPMOVZXWD    (BX), Y6
 	VPMOVZXWD    16(BX), Y7
 	VPSLLD       $0x10, Y6, Y6
@@ -1729,7 +1732,7 @@ panel3x16BF16AVX2_overwrite:
 	RET
 
 // func panel4x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·panel4x16BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ   k+0(FP), AX
 	MOVQ   a+8(FP), CX
@@ -1754,6 +1757,7 @@ TEXT ·panel4x16BF16AVX2(SB), NOSPLIT, $0-56
 panel4x16BF16AVX2_loop:
 	CMPQ         R8, R9
 	JGE          panel4x16BF16AVX2_tail
+	PREFETCHT0   1024(BX)
 	VPMOVZXWD    (BX), Y8
 	VPMOVZXWD    16(BX), Y9
 	VPSLLD       $0x10, Y8, Y8
@@ -1873,7 +1877,7 @@ panel4x16BF16AVX2_overwrite:
 	RET
 
 // func panel5x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·panel5x16BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ   k+0(FP), AX
 	MOVQ   a+8(FP), CX
@@ -1901,6 +1905,7 @@ TEXT ·panel5x16BF16AVX2(SB), NOSPLIT, $0-56
 panel5x16BF16AVX2_loop:
 	CMPQ         R9, R10
 	JGE          panel5x16BF16AVX2_tail
+	PREFETCHT0   1024(BX)
 	VPMOVZXWD    (BX), Y10
 	VPMOVZXWD    16(BX), Y11
 	VPSLLD       $0x10, Y10, Y10
@@ -2041,7 +2046,7 @@ panel5x16BF16AVX2_overwrite:
 	RET
 
 // func panel6x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·panel6x16BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ   k+0(FP), AX
 	MOVQ   a+8(FP), CX
@@ -2072,6 +2077,7 @@ TEXT ·panel6x16BF16AVX2(SB), NOSPLIT, $0-56
 panel6x16BF16AVX2_loop:
 	CMPQ         R10, R11
 	JGE          panel6x16BF16AVX2_tail
+	PREFETCHT0   1024(BX)
 	VPMOVZXWD    (BX), Y12
 	VPMOVZXWD    16(BX), Y13
 	VPSLLD       $0x10, Y12, Y12

@@ -149,6 +149,9 @@ func panelTile(mr int) {
 	Label(name + "_loop")
 	CMPQ(q, last)
 	JGE(LabelRef(name + "_tail"))
+	// The panels of a run follow each other in memory: fetch 16 pairs of k-steps ahead, into the next panel
+	// near the end of this one.
+	PREFETCHT0(Mem{Base: b, Disp: 1024})
 	step(0)
 	step(1)
 	ADDQ(Imm(2), q)
