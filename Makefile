@@ -126,8 +126,9 @@ bench-openblas:
 ## bench-compare: the engine and the same work in PyTorch 1.13 (Debian's python3-torch on OpenBLAS, both
 ## installed if missing) side by side at SmolLM2-135M's, Qwen2.5-0.5B's, Gemma 3 270M's and 1B's shapes (Gemma's
 ## training steps under issue 22's 1.5 GB and 4 GB limits), random weights, the same thread count (BENCH_THREADS,
-## default every core): RL and SFT steps, prefill, decode at batch 1 and 8, with tokens/s and peak RSS (well over
-## 10 minutes on 2 cores; BENCH_COMPARE_FLAGS narrows it, e.g. -shapes SmolLM2-135M)
+## default every core): RL and SFT steps, prefill, decode at batch 1 and 8, with tokens/s, GFLOP/s as a fraction of
+## this machine's peak (fp32 FMA; bf16 dot products where avx512_bf16), the fraction of the roofline bound (bandwidth
+## too; all measured first, internal/roofline) and peak RSS (well over 10 minutes on 2 cores; BENCH_COMPARE_FLAGS narrows it, e.g. -shapes SmolLM2-135M)
 BENCH_THREADS ?= $(shell nproc)
 BENCH_COMPARE_FLAGS ?=
 bench-compare:

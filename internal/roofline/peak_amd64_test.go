@@ -1,0 +1,18 @@
+package roofline
+
+import "testing"
+
+// The instruction loops this CPU has run and report a rate (the AVX-512 ones only on such a CPU).
+func TestInstructionLoopsRun(t *testing.T) {
+	t.Parallel()
+	for _, pick := range []func() (func(int), float64, string){fmaLoop, dotLoop} {
+		loop, flops, name := pick()
+		if loop == nil {
+			continue
+		}
+		loop(1000)
+		if flops <= 0 || name == "" {
+			t.Errorf("%q: %v FLOPs an iteration", name, flops)
+		}
+	}
+}
