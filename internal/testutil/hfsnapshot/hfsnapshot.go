@@ -31,6 +31,20 @@ const Llama3Vocab = 128256
 var TinyLlama3 = model.Config{Arch: "llama", VocabSize: Llama3Vocab, Dim: 32, Layers: 2, Heads: 4, KVHeads: 2,
 	HeadDim: 8, Hidden: 64, MaxSeqLen: 4096, RopeTheta: 500000, NormEps: 1e-5, TiedEmbeddings: true}
 
+// Gemma3Vocab is the embedding size of Gemma 3 checkpoints: the tokenizer's 262,144 tokens.
+const Gemma3Vocab = 262144
+
+// TinyGemma3 is a random-weight Gemma 3 text shape (Gemma3ForCausalLM, gemma3_text) on the real Gemma 3
+// tokenizer, tiny like TinyQwen3 but with what sets the family apart: (1 + weight) RMSNorm before and after
+// attention and MLP, q/k norms, embeddings scaled by √hidden, a gelu-tanh MLP, one KV head and a head_dim
+// that is not hidden/heads (4 × 16 = 64 against hidden 32, as Gemma 3 270M's 4 × 256 against 640), and a
+// local layer with an 8-position window and its own rope base before a global one, so any chat prompt
+// crosses the window. The tied 262,144-token head is most of its 8.4M parameters.
+var TinyGemma3 = model.Config{Arch: "gemma3_text", VocabSize: Gemma3Vocab, Dim: 32, Layers: 2, Heads: 4, KVHeads: 1,
+	HeadDim: 16, Hidden: 64, MaxSeqLen: 4096, RopeTheta: 1000000, RopeLocalTheta: 10000, NormEps: 1e-6,
+	TiedEmbeddings: true, QKNorm: true, NormPlusOne: true, SandwichNorm: true, EmbedScale: true, GeluTanh: true,
+	QueryScalar: 16, SlidingPattern: 2, SlidingWindow: 8}
+
 // RepoRoot is the repository's root directory, found from this file's path.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
