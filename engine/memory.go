@@ -83,7 +83,9 @@ func (b *Base) FitStepMemory(s StepShape, limit int64) (MemoryEstimate, error) {
 	if err != nil || limit <= 0 || est.Total() <= limit {
 		return est, err
 	}
-	s.ActivationBudget = max(1, limit-(est.Total()-est.Activations))
+	// The budget picks whole sequences per micro-batch; the estimate then adds an eighth for the arenas'
+	// unfilled blocks, so the budget leaves room for that eighth.
+	s.ActivationBudget = max(1, (limit-(est.Total()-est.Activations))*8/9)
 	if est, err = b.EstimateStepMemory(s); err != nil {
 		return est, err
 	}

@@ -176,6 +176,14 @@ func TestFitStepMemory(t *testing.T) {
 	if err != nil || mid.MicroBatch >= 32 || mid.MicroBatch < 2 || mid.Total() > (full.Total()+one.Total())/2 {
 		t.Fatalf("limit between: %v, %v; want fewer sequences per micro-batch, within the limit", mid, err)
 	}
+	// Every limit from one sequence's step up fits, within the limit: the eighth the estimate adds for the
+	// arenas' unfilled blocks is left room for (it once pushed micro-batches chosen to the budget past it).
+	for i := range 40 {
+		limit := one.Total() + (full.Total()-one.Total())*int64(i)/40
+		if est, err := b.FitStepMemory(shape, limit); err != nil || est.Total() > limit {
+			t.Fatalf("limit %d: %v, %v; want a fit within it", limit, est, err)
+		}
+	}
 	if est, err := b.FitStepMemory(shape, one.Total()); err != nil || est.MicroBatch != 1 {
 		t.Fatalf("limit of one sequence's step: %v, %v", est, err)
 	}
