@@ -112,12 +112,7 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 		if rowBlockA {
 			parallelFor(workers, rowPanels, func(_, ip int) {
 				dst := buf.ablock[ip*mr*kcur : (ip+1)*mr*kcur]
-				rows := min(mr, m-ip*mr)
-				if kern.packA != nil {
-					kern.packA(dst, a, lda, false, ip*mr, rows, p0, kcur)
-				} else {
-					packA(dst, a, lda, false, ip*mr, rows, p0, kcur, mr)
-				}
+				kern.packAPanel(dst, a, lda, false, ip*mr, min(mr, m-ip*mr), p0, kcur)
 			})
 		}
 		for j0 := 0; j0 < n; j0 += nc {
@@ -150,12 +145,9 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 				switch {
 				case blockA || rowBlockA:
 					ap = buf.ablock[ip*mr*kcur : (ip+1)*mr*kcur]
-				case kern.packA != nil:
-					ap = buf.a[w]
-					kern.packA(ap, a, lda, transA, i0, rows, p0, kcur)
 				default:
 					ap = buf.a[w]
-					packA(ap, a, lda, transA, i0, rows, p0, kcur, mr)
+					kern.packAPanel(ap, a, lda, transA, i0, rows, p0, kcur)
 				}
 				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
 					jj := j0 + jp*nr

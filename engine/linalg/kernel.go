@@ -18,6 +18,16 @@ type microKernel struct {
 	packB func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int)
 }
 
+// packAPanel packs one mr×kc panel of op(A) starting at (i0, p0) with the kernel's own packing, or the
+// generic one.
+func (k *microKernel) packAPanel(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
+	if k.packA != nil {
+		k.packA(dst, a, lda, transA, i0, rows, p0, kc)
+		return
+	}
+	packA(dst, a, lda, transA, i0, rows, p0, kc, k.mr)
+}
+
 // genericKernel is the portable 4×4 kernel. The Go compiler spills when more than about a dozen floats are
 // live, so the tile is computed as two 4×2 halves of eight accumulators each, rereading the (L1-resident)
 // A panel instead of spilling.

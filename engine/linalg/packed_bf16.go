@@ -22,9 +22,8 @@ func PackBF16(n, k int, w []uint16, ldw int) *PackedBF16 {
 	}
 	kern := kernelFor(n)
 	p := &PackedBF16{n: n, k: k, nr: kern.nr, kc: split(max(k, 1), kcMax, 1)}
-	nPad := roundUp(n, p.nr)
-	p.data = make([]uint16, k*nPad)
-	panels := nPad / p.nr
+	p.data = make([]uint16, PackedBF16Bytes(n, k)/2)
+	panels := (n + p.nr - 1) / p.nr
 	workers, release := acquireWorkers(n, k, 1)
 	defer release()
 	// One unit per panel and k block: each reads nr rows of W over kc steps and writes one contiguous panel.
@@ -32,7 +31,7 @@ func PackBF16(n, k int, w []uint16, ldw int) *PackedBF16 {
 	parallelFor(workers, blocks*panels, func(_, u int) {
 		p0, jp := u/panels*p.kc, u%panels
 		kcur := min(p.kc, k-p0)
-		panel := p.data[p0*nPad+jp*kcur*p.nr : p0*nPad+(jp+1)*kcur*p.nr]
+		panel := p.panel(p0, jp*p.nr)
 		for r := range min(p.nr, n-jp*p.nr) {
 			row := w[(jp*p.nr+r)*ldw+p0 : (jp*p.nr+r)*ldw+p0+kcur]
 			for pp, v := range row {
@@ -43,18 +42,21 @@ func PackBF16(n, k int, w []uint16, ldw int) *PackedBF16 {
 	return p
 }
 
-// Rows and Cols are W's shape: n × k.
-func (p *PackedBF16) Rows() int { return p.n }
-func (p *PackedBF16) Cols() int { return p.k }
-
 // Bytes is the memory the packed matrix takes.
 func (p *PackedBF16) Bytes() int64 { return int64(len(p.data)) * 2 }
+
+// panel is the stored panel of W's rows j0 .. j0+nr-1 (j0 a multiple of nr) over the block of k-steps that
+// starts at p0: kcur groups of nr values.
+func (p *PackedBF16) panel(p0, j0 int) []uint16 {
+	kcur := min(p.kc, p.k-p0)
+	o := p0*roundUp(p.n, p.nr) + j0*kcur
+	return p.data[o : o+kcur*p.nr]
+}
 
 // at is W[j, q].
 func (p *PackedBF16) at(j, q int) uint16 {
 	p0 := q / p.kc * p.kc
-	kcur := min(p.kc, p.k-p0)
-	return p.data[p0*roundUp(p.n, p.nr)+j/p.nr*kcur*p.nr+(q-p0)*p.nr+j%p.nr]
+	return p.panel(p0, j/p.nr*p.nr)[(q-p0)*p.nr+j%p.nr]
 }
 
 // SgemmPackedBF16 computes C = alpha·A·Wᵀ + beta·C for the m × k row-major A (stride lda) and the packed n × k
@@ -75,7 +77,6 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 		return
 	}
 	kern := kernelFor(n)
-	nPad := roundUp(n, p.nr)
 	pack := func(dst []float32, p0, kc, j0, cols int) { // any other kernel (a test's, or after SetKernel)
 		for pp := range kc {
 			d := dst[pp*kern.nr : (pp+1)*kern.nr]
@@ -86,11 +87,8 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 		}
 	}
 	if kern.nr == p.nr && split(k, kcMax, 1) == p.kc {
-		// The driver's panels are the stored ones: panel j0/nr of block p0 starts at p0·nPad + j0·kc.
-		pack = func(dst []float32, p0, kc, j0, _ int) {
-			o := p0*nPad + j0*kc
-			widenBF16(dst[:kc*p.nr], p.data[o:o+kc*p.nr])
-		}
+		// The driver's panels are the stored ones.
+		pack = func(dst []float32, p0, kc, j0, _ int) { widenBF16(dst[:kc*p.nr], p.panel(p0, j0)) }
 	}
 	if m <= panelsMaxRows && panelTilesBF16[6] != nil && p.nr == 16 {
 		// A decoding batch streams W from memory and does few multiply-adds per byte: split by the bytes
@@ -146,12 +144,7 @@ func sgemmPanels(kern *microKernel, workers, m, n, k int, alpha float32, a []flo
 			bcur = 1
 		}
 		for ip := range rowPanels {
-			dst := (*ap)[ip*mr*kcur : (ip+1)*mr*kcur]
-			if kern.packA != nil {
-				kern.packA(dst, a, lda, false, ip*mr, min(mr, m-ip*mr), p0, kcur)
-			} else {
-				packA(dst, a, lda, false, ip*mr, min(mr, m-ip*mr), p0, kcur, mr)
-			}
+			kern.packAPanel((*ap)[ip*mr*kcur:(ip+1)*mr*kcur], a, lda, false, ip*mr, min(mr, m-ip*mr), p0, kcur)
 		}
 		parallelFor(workers, (colPanels+per-1)/per, func(w, u int) {
 			bp := (*bufs[w])[:kcur*nr]
@@ -168,8 +161,9 @@ func sgemmPanels(kern *microKernel, workers, m, n, k int, alpha float32, a []flo
 	}
 }
 
-// PackedPanelRows is how many rows of an n-row matrix PackBF16 groups in a panel (it pads n to a multiple).
-func PackedPanelRows(n int) int { return kernelFor(n).nr }
+// PackedBF16Bytes is the memory PackBF16 takes for an n × k matrix: n padded to a whole panel of the kernel's
+// rows, in bfloat16.
+func PackedBF16Bytes(n, k int) int64 { return 2 * int64(roundUp(n, kernelFor(n).nr)) * int64(k) }
 
 // panelTilesBF16[m], where the CPU has them (AVX2), multiplies m ≤ 6 rows of A by one 16-wide panel of a
 // PackedBF16, widening the panel in registers: C = alpha·A·P + beta·C (beta 0: C is not read).
@@ -182,8 +176,7 @@ var panelTilesBF16 [7]func(k int, a *float32, lda int, b *uint16, c *float32, ld
 // runs, and nothing is packed or widened into memory.
 func sgemmRowGroups(workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
 	n, k, nr := p.n, p.k, p.nr
-	nPad := roundUp(n, nr)
-	colPanels := nPad / nr
+	colPanels := (n + nr - 1) / nr
 	per := max(1, min(16, colPanels/(4*workers)))
 	// Groups as even as 6 rows allow (32 rows: 5,5,5,5,6,6, not 6×5 and 2): a group of 2 does 4 FMAs per
 	// widened step, which the widening, not the FMA units, then bounds.
@@ -209,7 +202,7 @@ func sgemmRowGroups(workers, m int, alpha float32, a []float32, lda int, p *Pack
 			}
 			for jp := lo; jp < hi; jp++ {
 				j0 := jp * nr
-				panel := &p.data[p0*nPad+j0*kcur]
+				panel := &p.panel(p0, j0)[0]
 				for g, i0 := 0, 0; g < groups; g++ {
 					rows := size[g]
 					if j0+nr <= n {
@@ -268,17 +261,14 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	defer release()
 	// op(B) = W: the driver's k-steps are W's rows, its columns W's columns. In the packed layout the rows
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
-	nPad := roundUp(n, p.nr)
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		for c := range cols {
 			q := j0 + c // W's column: its values for the rows of one panel are contiguous
 			qb := q / p.kc * p.kc
-			kq := min(p.kc, p.k-qb)
-			base := qb*nPad + (q-qb)*p.nr
 			for pp := 0; pp < kc; {
 				j := p0 + pp
 				run := min(p.nr-j%p.nr, kc-pp)
-				for t, v := range p.data[base+j/p.nr*kq*p.nr+j%p.nr:][:run] {
+				for t, v := range p.panel(qb, j-j%p.nr)[(q-qb)*p.nr+j%p.nr:][:run] {
 					dst[(pp+t)*kern.nr+c] = fromBF16(v)
 				}
 				pp += run

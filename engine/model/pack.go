@@ -69,12 +69,11 @@ func (w *Weights) PackedBytes() int64 {
 // matrices they replace), as estimated before loading them.
 func PackedBytes(c Config) int64 {
 	added := func(rows, cols int) int64 {
-		nr := int64(linalg.PackedPanelRows(rows))
-		n := (int64(rows) + nr - 1) / nr * nr * int64(cols)
+		n := linalg.PackedBF16Bytes(rows, cols)
 		if linalg.PackedReplacesRowMajor(rows) {
-			n -= int64(rows) * int64(cols)
+			n -= 2 * int64(rows) * int64(cols)
 		}
-		return 2 * n
+		return n
 	}
 	n := added(c.VocabSize, c.Dim) // the head (a tied embedding is the same matrix, counted once either way)
 	for m := 0; m < NumModules; m++ {
