@@ -39,9 +39,24 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
+	n, err := t.rlTokens(batch, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.zeroGrads()
+	sums, err := t.rlGrads(ctx, batch, cfg, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return t.apply(true, sums, n, opt, time.Since(start))
+}
+
+// rlSignal returns the samples of batch that carry signal (advantage ≠ 0, or all of them when a KL
+// penalty is on) with their advantages, after checking the configuration and every sample.
+func (t *Trainer) rlSignal(batch []RLSample, cfg RLConfig) (RLConfig, []Sequence, []float64, error) {
 	cfg, err := cfg.Normalize()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return cfg, nil, nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
 	var seqs []Sequence
 	var adv []float64
@@ -49,7 +64,7 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 	for i, s := range batch {
 		all[i] = s.Sequence
 		if math.IsNaN(float64(s.Advantage)) || math.IsInf(float64(s.Advantage), 0) {
-			return nil, fmt.Errorf("%w: sample %d has advantage %v", ErrInvalidInput, i, s.Advantage)
+			return cfg, nil, nil, fmt.Errorf("%w: sample %d has advantage %v", ErrInvalidInput, i, s.Advantage)
 		}
 		if s.Advantage != 0 || cfg.KLPenaltyCoef > 0 {
 			seqs = append(seqs, s.Sequence)
@@ -57,27 +72,45 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 		}
 	}
 	if _, _, err := t.validate(all); err != nil {
-		return nil, err
+		return cfg, nil, nil, err
 	}
-	tokens, n, _ := t.validate(seqs)
-	if n == 0 {
-		return StepStats{"skipped": 1, "loss": 0, "num_sequences": float64(len(batch)),
-			"learning_rate": float64(opt.LearningRate)}, nil
+	return cfg, seqs, adv, nil
+}
+
+// rlTokens validates an RL batch and counts N, the trainable tokens of its samples with signal.
+func (t *Trainer) rlTokens(batch []RLSample, cfg RLConfig) (int, error) {
+	_, seqs, _, err := t.rlSignal(batch, cfg)
+	if err != nil {
+		return 0, err
 	}
-	t.zeroGrads()
-	var sum train.RLResult
-	var entropy float64
-	var flops int64
+	_, n, _ := t.validate(seqs)
+	return n, nil
+}
+
+// rlGrads adds to t.grads the gradient of the policy-gradient loss of batch's samples with signal,
+// normalised by n, the trainable tokens of the whole step (batch may be one shard of it), and returns the
+// sums of its statistics. shard varies the dropout masks between shards.
+func (t *Trainer) rlGrads(ctx context.Context, batch []RLSample, cfg RLConfig, n, shard int) (GradientSums, error) {
+	sums := GradientSums{Sequences: len(batch)}
+	cfg, seqs, adv, err := t.rlSignal(batch, cfg)
+	if err != nil {
+		return sums, err
+	}
+	sums.Tokens, sums.Trainable, _ = t.validate(seqs)
+	sums.Trained = len(seqs)
+	if sums.Trainable == 0 {
+		return sums, nil
+	}
 	for ci, idx := range t.microBatches(seqs) {
 		var ref []float64
 		if cfg.KLPenaltyCoef > 0 {
-			if ref, flops, err = t.refLogprobs(ctx, seqs, idx, flops); err != nil {
-				return nil, err
+			if ref, sums.Flops, err = t.refLogprobs(ctx, seqs, idx, sums.Flops); err != nil {
+				return sums, err
 			}
 		}
-		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.opt.st.Step*1000+int64(ci))
+		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.seed(shard, ci))
 		if err != nil {
-			return nil, err
+			return sums, err
 		}
 		rows, targets, pos := trainRows(p, seqs, idx)
 		// rlSeqs groups rows lo..hi (whose logprobs are logp) by sequence: a sequence's rows are contiguous.
@@ -102,8 +135,8 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 			return out
 		}
 		add := func(res train.RLResult) []float64 {
-			sum.Loss, sum.PolicyLoss, sum.KL, sum.Ratio = sum.Loss+res.Loss, sum.PolicyLoss+res.PolicyLoss, sum.KL+res.KL, sum.Ratio+res.Ratio
-			sum.Clipped += res.Clipped
+			sums.Loss, sums.PolicyLoss, sums.KL, sums.Ratio = sums.Loss+res.Loss, sums.PolicyLoss+res.PolicyLoss, sums.KL+res.KL, sums.Ratio+res.Ratio
+			sums.Clipped += res.Clipped
 			var coef []float64
 			for _, c := range res.Coef {
 				coef = append(coef, c...)
@@ -115,18 +148,18 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 			// A token's gradient depends on its whole sequence's ratio: logprobs first, then the head
 			// again with the gradients (one more head product, instead of holding every row's logits).
 			if st, err = t.head(p, rows, targets, nil); err != nil {
-				return nil, err
+				return sums, err
 			}
 			res, err := train.RLLoss(rlSeqs(0, len(rows), st.Logprob), cfg, float64(n))
 			if err != nil {
-				return nil, err
+				return sums, err
 			}
 			coef := add(res)
 			_, err = t.head(p, rows, targets, func(lo, hi int, _ train.TokenStats) ([]float64, error) {
 				return coef[lo:hi], nil
 			})
 			if err != nil {
-				return nil, err
+				return sums, err
 			}
 		} else {
 			// Token level: every token's gradient depends on that token alone, so one head pass suffices.
@@ -138,26 +171,18 @@ func (t *Trainer) RLStep(ctx context.Context, batch []RLSample, cfg RLConfig, op
 				return add(res), nil
 			})
 			if err != nil {
-				return nil, err
+				return sums, err
 			}
 		}
 		for _, e := range st.Entropy {
-			entropy += e
+			sums.Entropy += e
 		}
 		if err := p.BackwardHidden(ctx, model.Grads{L: t.grads}); err != nil {
-			return nil, err
+			return sums, err
 		}
-		flops += p.FlopsFwd + p.FlopsBwd
+		sums.Flops += p.FlopsFwd + p.FlopsBwd
 	}
-	stats, err := t.update(opt, start, tokens, n, len(batch), flops)
-	if err != nil {
-		return nil, err
-	}
-	N := float64(n)
-	stats["loss"], stats["policy_loss"], stats["kl_div"] = sum.Loss/N, sum.PolicyLoss/N, sum.KL/N
-	stats["entropy"], stats["clip_fraction"], stats["mean_importance_ratio"] = entropy/N, float64(sum.Clipped)/N, sum.Ratio/N
-	stats["num_trained_sequences"] = float64(len(seqs))
-	return stats, nil
+	return sums, nil
 }
 
 // refLogprobs evaluates the trainable tokens of seqs[idx] under the base model alone (adapter off).

@@ -169,21 +169,44 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence, opt AdamWConfig)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
-	tokens, n, err := t.validate(seqs)
+	n, err := t.sftTokens(seqs)
 	if err != nil {
 		return nil, err
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: no trainable tokens", ErrInvalidInput)
-	}
 	t.zeroGrads()
-	var loss, entropy float64
-	var flops int64
+	sums, err := t.sftGrads(ctx, seqs, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return t.apply(false, sums, n, opt, time.Since(start))
+}
+
+// sftTokens validates an SFT batch and counts its trainable tokens, N.
+func (t *Trainer) sftTokens(seqs []Sequence) (int, error) {
+	_, n, err := t.validate(seqs)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: no trainable tokens", ErrInvalidInput)
+	}
+	return n, nil
+}
+
+// sftGrads adds to t.grads the gradient of −(1/n)·Σ log p(token) over the trainable tokens of seqs, n
+// being those of the whole step (seqs may be one shard of it), and returns the sums of its statistics.
+// shard varies the dropout masks between shards.
+func (t *Trainer) sftGrads(ctx context.Context, seqs []Sequence, n, shard int) (GradientSums, error) {
+	tokens, trainable, err := t.validate(seqs)
+	sums := GradientSums{Tokens: tokens, Trainable: trainable, Sequences: len(seqs), Trained: len(seqs)}
+	if err != nil {
+		return sums, err
+	}
 	var coef []float64 // ∂loss/∂logp = −1/n for every row of a chunk
 	for ci, idx := range t.microBatches(seqs) {
-		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.opt.st.Step*1000+int64(ci))
+		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.seed(shard, ci))
 		if err != nil {
-			return nil, err
+			return sums, err
 		}
 		rows, targets, _ := trainRows(p, seqs, idx)
 		st, err := t.head(p, rows, targets, func(lo, hi int, _ train.TokenStats) ([]float64, error) {
@@ -193,27 +216,23 @@ func (t *Trainer) SFTStep(ctx context.Context, seqs []Sequence, opt AdamWConfig)
 			return coef[:hi-lo], nil
 		})
 		if err != nil {
-			return nil, err
+			return sums, err
 		}
 		for i := range rows {
-			loss -= st.Logprob[i]
-			entropy += st.Entropy[i]
+			sums.Loss -= st.Logprob[i]
+			sums.Entropy += st.Entropy[i]
 		}
 		if err := p.BackwardHidden(ctx, model.Grads{L: t.grads}); err != nil {
-			return nil, err
+			return sums, err
 		}
-		flops += p.FlopsFwd + p.FlopsBwd
+		sums.Flops += p.FlopsFwd + p.FlopsBwd
 	}
-	loss /= float64(n)
-	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return nil, fmt.Errorf("%w: loss %v", ErrNonFinite, loss)
-	}
-	stats, err := t.update(opt, start, tokens, n, len(seqs), flops)
-	if err != nil {
-		return nil, err
-	}
-	stats["loss"], stats["entropy"] = loss, entropy/float64(n)
-	return stats, nil
+	return sums, nil
+}
+
+// seed is the dropout seed of micro-batch ci of a shard's pass in the next optimizer step.
+func (t *Trainer) seed(shard, ci int) int64 {
+	return t.opt.st.Step*1000 + int64(shard)*100 + int64(ci)
 }
 
 func (t *Trainer) zeroGrads() {
@@ -230,8 +249,19 @@ func adapterParamsOf(l *model.LoRA, cfg model.Config) [][]float32 {
 	return ps
 }
 
-// update applies AdamW and fills the common metrics.
-func (t *Trainer) update(opt AdamWConfig, start time.Time, tokens, trainable, seqs int, flops int64) (StepStats, error) {
+// apply takes the optimizer step with the gradient in t.grads, the sum over the step's shards, and
+// turns the shards' summed statistics into the step's: means over the step's n trainable tokens, and
+// rates over elapsed, the step's time. An RL step without signal (n = 0) changes nothing and says
+// skipped=1.
+func (t *Trainer) apply(rl bool, sums GradientSums, n int, opt AdamWConfig, elapsed time.Duration) (StepStats, error) {
+	if rl && n == 0 {
+		return StepStats{"skipped": 1, "loss": 0, "num_sequences": float64(sums.Sequences),
+			"learning_rate": float64(opt.LearningRate)}, nil
+	}
+	N := float64(n)
+	if loss := sums.Loss / N; math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return nil, fmt.Errorf("%w: loss %v", ErrNonFinite, loss)
+	}
 	norm, err := t.opt.st.Update(adapterParams(t.adapter), adapterParamsOf(t.grads, t.adapter.cfg), opt)
 	if err != nil {
 		if !isNonFinite(err) {
@@ -239,10 +269,17 @@ func (t *Trainer) update(opt AdamWConfig, start time.Time, tokens, trainable, se
 		}
 		return nil, err
 	}
-	el := time.Since(start).Seconds()
-	return StepStats{"grad_norm": norm, "learning_rate": float64(opt.LearningRate), "num_tokens": float64(tokens),
-		"num_trainable_tokens": float64(trainable), "num_sequences": float64(seqs),
-		"tokens_per_second": float64(tokens) / el, "matmul_gflops": float64(flops) / el / 1e9}, nil
+	el := elapsed.Seconds()
+	stats := StepStats{"grad_norm": norm, "learning_rate": float64(opt.LearningRate), "num_tokens": float64(sums.Tokens),
+		"num_trainable_tokens": float64(sums.Trainable), "num_sequences": float64(sums.Sequences),
+		"tokens_per_second": float64(sums.Tokens) / el, "matmul_gflops": float64(sums.Flops) / el / 1e9,
+		"loss": sums.Loss / N, "entropy": sums.Entropy / N}
+	if rl {
+		stats["policy_loss"], stats["kl_div"] = sums.PolicyLoss/N, sums.KL/N
+		stats["clip_fraction"], stats["mean_importance_ratio"] = float64(sums.Clipped)/N, sums.Ratio/N
+		stats["num_trained_sequences"] = float64(sums.Trained)
+	}
+	return stats, nil
 }
 
 // ReleaseMemory drops the trainer's activation buffers (they are reused between steps and otherwise stay
