@@ -33,8 +33,12 @@ type jobResponse struct {
 	Error          *string            `json:"error"`
 	LastError      *lastErrorResponse `json:"last_error"`
 	CheckpointStep *int               `json:"checkpoint_step"`
-	WorkflowID     string             `json:"workflow_id"`
-	RunID          *string            `json:"run_id"`
+	// Workers is how many workers the last step ran on: more than one when
+	// the job's steps are spread over the workers holding its base model
+	// (TRAINYARD_MAX_WORKERS_PER_JOB); 0 before the first step.
+	Workers    int     `json:"workers"`
+	WorkflowID string  `json:"workflow_id"`
+	RunID      *string `json:"run_id"`
 	// RetryOf and RetriedBy link a retried job and its retry.
 	RetryOf   *string `json:"retry_of"`
 	RetriedBy *string `json:"retried_by"`
@@ -78,6 +82,11 @@ func newJobResponse(j *trainyard.Job, l live) jobResponse {
 	}
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
+	}
+	if w := r.Metrics["num_workers"]; w >= 1 {
+		r.Workers = int(w)
+	} else if r.CurrentStep > 0 {
+		r.Workers = 1
 	}
 	if j.RunID != "" {
 		r.RunID = &j.RunID

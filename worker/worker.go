@@ -117,7 +117,7 @@ func New(c client.Client, acts *activities.Activities, cfg Config, log *zap.Logg
 	})
 	main.RegisterWorkflowWithOptions(workflows.RLJob, workflow.RegisterOptions{Name: "RLJob"})
 	main.RegisterWorkflowWithOptions(workflows.SFTJob, workflow.RegisterOptions{Name: "SFTJob"})
-	register(main, map[string]any{"WaitTurn": acts.WaitTurn, "Place": acts.Place, "Complete": acts.Complete, "Fail": acts.Fail,
+	register(main, map[string]any{"WaitTurn": acts.WaitTurn, "Place": acts.Place, "Holders": acts.Holders, "Complete": acts.Complete, "Fail": acts.Fail,
 		"RequestPause": acts.RequestPause, "Pause": acts.Pause, "Resume": acts.Resume, "ApplyRetention": acts.ApplyRetention})
 
 	if cfg.ID == "" {
@@ -149,7 +149,7 @@ func New(c client.Client, acts *activities.Activities, cfg Config, log *zap.Logg
 			Identity:                         cfg.Identity,
 			BackgroundActivityContext:        actx,
 		})
-		register(w, map[string]any{"Prepare": acts.Prepare, "Train": acts.Train})
+		register(w, map[string]any{"Prepare": acts.Prepare, "Train": acts.Train, "Gradient": acts.Gradient, "ApplyStep": acts.ApplyStep})
 		compute = append(compute, w)
 	}
 

@@ -60,6 +60,11 @@ type Options struct {
 	// 24 h). Until it passes, failures of the platform's own dependencies
 	// are retried; a job still unfinished then fails, saying so.
 	Deadline time.Duration
+	// MaxWorkers is how many workers one step may be spread over: when more
+	// than one live worker holds the job's base model, each step's batch is
+	// split into that many shards, one per worker (data-parallel steps). 0
+	// or 1 keeps every step on one worker.
+	MaxWorkers int `json:",omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -107,5 +112,8 @@ type Progress struct {
 	TotalSteps     int
 	Metrics        map[string]float64
 	CheckpointStep int // 0 until recorded
-	Error          string
+	// Workers is how many workers the last step ran on (1 unless the job's
+	// steps are spread over several; 0 before the first step).
+	Workers int `json:",omitempty"`
+	Error   string
 }

@@ -175,7 +175,7 @@ func (j *job) phases(ctx workflow.Context) (*JobResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := j.train(ctx, activities.TrainInput{
+		r, err := j.advance(ctx, activities.TrainInput{
 			JobID: j.id, BaseStep: j.baseStep, Done: j.done, TotalSteps: j.total, EventOffset: j.ctl.eventOffset(),
 		}, remaining)
 		if err != nil {

@@ -50,6 +50,7 @@ func (j *job) train(ctx workflow.Context, in activities.TrainInput, remaining ti
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), a.Train, in).Get(ctx, &r)
 		if err == nil {
 			j.sticky = r.WorkerQueue
+			j.progress.Workers = 1
 			return &r, nil
 		}
 		if ctx.Err() != nil || !movable(err) {
@@ -67,6 +68,7 @@ func (j *job) train(ctx workflow.Context, in activities.TrainInput, remaining ti
 	if j.routed {
 		j.sticky = r.WorkerQueue
 	}
+	j.progress.Workers = 1
 	return &r, nil
 }
 

@@ -53,7 +53,7 @@ func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
 	if inf.temporal != nil { // infer has no Temporal
 		a.jobs = workflows.NewClient(inf.temporal, workflows.ClientOptions{
 			TaskQueue: cfg.Temporal.TaskQueue,
-			Workflow:  workflows.Options{Deadline: cfg.JobDeadline, HeartbeatTimeout: cfg.HeartbeatTimeout},
+			Workflow:  workflows.Options{Deadline: cfg.JobDeadline, HeartbeatTimeout: cfg.HeartbeatTimeout, MaxWorkers: cfg.MaxWorkersPerJob},
 			Jobs:      inf.db,
 			Events:    inf.db,
 			Models:    inf.db,

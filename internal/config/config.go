@@ -30,6 +30,11 @@ type Config struct {
 	// (TRAINYARD_JOB_DEADLINE); 0 is the workflows' default (24 h). Until it
 	// passes, outages of the platform's own dependencies only delay jobs.
 	JobDeadline time.Duration
+	// MaxWorkersPerJob is how many workers holding a job's base model one
+	// step of it may be spread over (TRAINYARD_MAX_WORKERS_PER_JOB; 0 or 1:
+	// every step runs on one worker). Read by the API, which writes it into
+	// the jobs it starts.
+	MaxWorkersPerJob int
 	// HeartbeatTimeout is how long a job's Prepare or Train may go without
 	// a heartbeat before Temporal gives it to another worker
 	// (TRAINYARD_HEARTBEAT_TIMEOUT, read where jobs are started: api,
@@ -254,6 +259,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBTimeout:        e.duration(EnvDBTimeout, 0),
 		JobDeadline:      e.duration(EnvJobDeadline, 0),
 		HeartbeatTimeout: e.duration(EnvHeartbeatTimeout, 0),
+		MaxWorkersPerJob: int(e.int64(EnvMaxWorkersPerJob, 0)),
 		ServedWindow:     e.duration(EnvServedWindow, 0),
 		MetricsAddr:      e.str(EnvMetricsAddr, "127.0.0.1:9090"),
 		Temporal: Temporal{

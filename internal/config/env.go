@@ -21,6 +21,7 @@ const (
 	EnvDBTimeout                 = "TRAINYARD_DB_TIMEOUT"
 	EnvJobDeadline               = "TRAINYARD_JOB_DEADLINE"
 	EnvHeartbeatTimeout          = "TRAINYARD_HEARTBEAT_TIMEOUT"
+	EnvMaxWorkersPerJob          = "TRAINYARD_MAX_WORKERS_PER_JOB"
 	EnvTrainChunk                = "TRAINYARD_TRAIN_CHUNK"
 	EnvServedWindow              = "TRAINYARD_RETENTION_SERVED_WINDOW"
 	EnvMetricsAddr               = "TRAINYARD_METRICS_ADDR"

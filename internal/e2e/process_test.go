@@ -38,6 +38,9 @@ type workerProcessConfig struct {
 	DatabaseURL  string
 	S3           s3.Config
 	Activities   activities.Config
+	// Registry: the worker announces itself in the database's worker
+	// registry and finds other workers there.
+	Registry bool
 }
 
 // runWorkerProcess is the main function of a worker process: it serves the
@@ -69,13 +72,18 @@ func runWorkerProcess() int {
 	}
 	defer tc.Close()
 	wf := workflows.NewClient(tc, workflows.ClientOptions{TaskQueue: cfg.TaskQueue, Jobs: db, Events: db})
-	acts, err := activities.New(activities.Deps{Jobs: db, Events: db, Models: db, Blobs: blobs, Queue: db, Workflows: wf,
-		Bases: catalog.New(nil), Files: blobs, Logger: log}, cfg.Activities)
+	deps := activities.Deps{Jobs: db, Events: db, Models: db, Blobs: blobs, Queue: db, Workflows: wf,
+		Bases: catalog.New(nil), Files: blobs, Logger: log}
+	wcfg := worker.Config{TaskQueue: cfg.TaskQueue}
+	if cfg.Registry {
+		deps.Workers, wcfg.Registry = db, db
+	}
+	acts, err := activities.New(deps, cfg.Activities)
 	if err != nil {
 		log.Error("activities", zap.Error(err))
 		return 1
 	}
-	w, err := worker.New(tc, acts, worker.Config{TaskQueue: cfg.TaskQueue}, log)
+	w, err := worker.New(tc, acts, wcfg, log)
 	if err != nil {
 		log.Error("worker", zap.Error(err))
 		return 1
@@ -96,10 +104,10 @@ type workerProcess struct {
 // startWorkerProcess starts a worker process on the stack's task queue.
 func (s *stack) startWorkerProcess() *workerProcess {
 	s.t.Helper()
-	st := temporalServer(s.t)
+	st := s.temporal
 	cfg, _ := json.Marshal(workerProcessConfig{
 		TemporalAddr: st.FrontendAddr(), Namespace: st.Namespace(), TaskQueue: s.queue,
-		DatabaseURL: s.dbURL, S3: s.s3cfg, Activities: s.opts.Activities,
+		DatabaseURL: s.dbURL, S3: s.s3cfg, Activities: s.opts.Activities, Registry: s.opts.Registry,
 	})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"="+roleWorker, envWorkerConfig+"="+string(cfg))

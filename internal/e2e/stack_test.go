@@ -23,6 +23,7 @@ import (
 	"github.com/trainyard/trainyard/api"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/engine/catalog"
+	"github.com/trainyard/trainyard/internal/devstack"
 	"github.com/trainyard/trainyard/internal/testutil/pgtest"
 	"github.com/trainyard/trainyard/internal/testutil/s3test"
 	"github.com/trainyard/trainyard/jobspec"
@@ -43,6 +44,12 @@ type stackOptions struct {
 	Workflow workflows.Options
 	// Activities configures the workers.
 	Activities activities.Config
+	// Temporal is the server of the stack; nil: the one shared by every
+	// test of the process.
+	Temporal *devstack.Stack
+	// Registry makes worker processes announce themselves in the worker
+	// registry and look workers up in it, as trainyard worker does.
+	Registry bool
 }
 
 // stack is one test's trainyard: its own database schema, bucket and task
@@ -66,14 +73,18 @@ type stack struct {
 	// workerDB, when set, is the database the workers use instead of db
 	// (one reached through a fault-injecting proxy, say).
 	workerDB *postgres.DB
+	temporal *devstack.Stack
 }
 
 func newStack(t testing.TB, opts stackOptions) *stack {
 	t.Helper()
 	ctx := context.Background()
-	st := temporalServer(t)
+	st := opts.Temporal
+	if st == nil {
+		st = temporalServer(t)
+	}
 	obs, logs := observer.New(zap.InfoLevel)
-	s := &stack{t: t, opts: opts, queue: taskQueue(), logs: logs,
+	s := &stack{t: t, opts: opts, queue: taskQueue(), logs: logs, temporal: st,
 		log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).WithOptions(
 			zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, obs) }))}
 	s.dbURL = pgtest.URL(t)

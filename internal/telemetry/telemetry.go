@@ -48,6 +48,13 @@ var (
 	TrainTokens = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trainyard_train_tokens_total", Help: "Tokens trained on (forward and backward), by job kind; rate() is tokens/s."},
 		[]string{"kind"}))
+	ShardDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trainyard_train_shard_duration_seconds", Help: "Duration of one shard's gradient of a data-parallel step (one worker's part of it), by job kind.",
+		Buckets: stepBuckets}, []string{"kind"}))
+	ShardBytes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trainyard_train_shard_bytes_total",
+		Help: "Bytes exchanged through the object store by data-parallel steps, by what: gradient_written (a shard's gradient), gradient_read (the update summing them)."},
+		[]string{"what"}))
 	StateBytes = register(prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "trainyard_train_state_bytes_saved_total", Help: "Bytes of adapter and optimizer state stored by training."}))
 	StateBytesLoaded = register(prometheus.NewCounterVec(prometheus.CounterOpts{

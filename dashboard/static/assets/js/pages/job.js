@@ -145,6 +145,7 @@ export async function renderJob(main, {params, navigate}) {
         field('Started', job.started_at ? time(job.started_at) : '—'),
         field('Finished', job.finished_at ? time(job.finished_at) : '—'),
         field('Duration', job.started_at ? duration(job.started_at, job.finished_at) : '—'),
+        field('Workers', job.workers ? (job.workers === 1 ? '1' : `${job.workers} (each step spread over them)`) : '—'),
         field('Checkpoint', job.checkpoint_step !== null && job.checkpoint_step !== undefined
           ? h('a', {href: `/models/${job.model_id}`, 'data-link': true}, `step ${job.checkpoint_step}`) : '—'),
         job.retry_of ? field('Retry of', h('a', {href: `/jobs/${job.retry_of}`, 'data-link': true, class: 'mono'}, shortId(job.retry_of))) : null,

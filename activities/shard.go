@@ -1,0 +1,336 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/trainyard/trainyard"
+	"github.com/trainyard/trainyard/engine"
+	"github.com/trainyard/trainyard/internal/telemetry"
+)
+
+// Data-parallel steps. When several workers hold a job's base model, the
+// workflow runs each step as one Gradient activity per shard of the step's
+// batch, on those workers' own queues, then one ApplyStep on the worker
+// that keeps the job's state. A shard's gradient is stored with the job,
+// named by the step and the shard, so a retried shard overwrites its file
+// instead of adding to the step; ApplyStep sums the files in shard order
+// (the same order on every run, so K-worker runs are reproducible), takes
+// the one optimizer update, records the step's event and stores the state
+// the next step's shards start from. Gradient files start with the state
+// prefix, so the job's cleanup deletes any left over.
+
+// gradientFile names the gradient of one shard of the step after done.
+func gradientFile(done, shard int) string {
+	return stateFile(done, fmt.Sprintf("grad-%03d.safetensors", shard))
+}
+
+// HoldersInput asks which workers may take shards of a job's steps.
+type HoldersInput struct {
+	BaseModel string
+	// Max caps the workers returned.
+	Max int
+}
+
+// HoldersResult lists the ids of the live workers holding the base model,
+// oldest first (worker ids are UUIDv7), at most Max of them.
+type HoldersResult struct {
+	WorkerIDs []string
+}
+
+// Holders lists the live workers of this task queue that hold the base
+// model. Without a worker registry it lists none: steps then run whole.
+func (a *Activities) Holders(ctx context.Context, in HoldersInput) (*HoldersResult, error) {
+	if a.d.Workers == nil || in.Max < 2 {
+		return &HoldersResult{}, nil
+	}
+	ws, err := a.d.Workers.ListWorkers(ctx, activity.GetInfo(ctx).TaskQueue)
+	if err != nil {
+		return nil, classify(err, "look up the workers")
+	}
+	var ids []string
+	for _, w := range ws {
+		if w.Live && w.Holds(in.BaseModel) {
+			ids = append(ids, w.ID)
+		}
+	}
+	slices.Sort(ids)
+	if len(ids) > in.Max {
+		ids = ids[:in.Max]
+	}
+	return &HoldersResult{WorkerIDs: ids}, nil
+}
+
+// ShardInput asks for one shard's gradient of the step after Done.
+type ShardInput struct {
+	JobID      string
+	BaseStep   int
+	Done       int
+	TotalSteps int
+	// Shard is this shard's index among Shards.
+	Shard, Shards int
+}
+
+// ShardResult is a shard's contribution: the sums of its statistics (its
+// gradient is in the job's gradient file) and the step's N.
+type ShardResult struct {
+	Sums engine.GradientSums
+	// N is the trainable tokens of the whole step, which every shard
+	// computes from the plan; ApplyStep checks they agree.
+	N int
+	// Bytes is the size of the gradient file written.
+	Bytes int64
+}
+
+// Gradient computes one shard of the job's next step from the state after
+// in.Done steps (the one this worker keeps in memory, else the stored one)
+// and stores its gradient. The shards are contiguous runs of the step's
+// batch with about equal tokens (engine.Shards); a shard past the end of a
+// small batch contributes nothing.
+func (a *Activities) Gradient(ctx context.Context, in ShardInput) (*ShardResult, error) {
+	start := time.Now()
+	job, err := a.activeJob(ctx, in.JobID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := a.loadPlan(ctx, job.ID)
+	if err != nil {
+		return nil, classify(err, "load the job's plan")
+	}
+	if len(p.Steps) != in.TotalSteps || in.Done < 0 || in.Done >= in.TotalSteps || in.Shard < 0 || in.Shard >= in.Shards {
+		return nil, invalidf("internal error: shard %d of %d of the step after %d; the plan has %d steps, the workflow expects %d",
+			in.Shard, in.Shards, in.Done, len(p.Steps), in.TotalSteps)
+	}
+	release, err := a.computeSlot(ctx, job.ID, heartbeat{Saved: in.Done})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, in.Done)
+	defer ka.close()
+	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
+	if err != nil {
+		return nil, classify(err, "load the job's model")
+	}
+	base, err := a.base(ctx, model.BaseModel)
+	if err != nil {
+		return nil, err
+	}
+	// The worker that keeps the job's state in memory lends it to the
+	// shard and keeps it for ApplyStep; others read it for this shard.
+	st := a.states.take(job.ID, in.BaseStep, in.Done)
+	if st != nil {
+		telemetry.StateCacheHits.Inc()
+		defer a.states.put(job.ID, in.BaseStep, in.Done, st)
+	} else if st, err = a.loadState(ctx, job, base, p, in.BaseStep, in.Done); err != nil {
+		return nil, err
+	}
+	est, err := a.fitMemory(base, p, st.adapter.Config())
+	if err != nil {
+		return nil, err
+	}
+	tr := engine.NewTrainer(base, st.adapter, st.opt)
+	tr.SetActivationBudget(est.ActivationBudget)
+	g, n, err := a.shardGradient(ctx, tr, p, in)
+	if err != nil {
+		return nil, classify(err, fmt.Sprintf("shard %d of gradient step %d", in.Shard+1, in.Done+1))
+	}
+	var file bytes.Buffer
+	if err := g.Write(&file); err != nil {
+		return nil, fmt.Errorf("encode the shard's gradient: %w", err)
+	}
+	size := int64(file.Len())
+	if err := a.d.Blobs.PutJobInput(ctx, job.ID, gradientFile(in.Done, in.Shard), &file, size); err != nil {
+		return nil, classify(err, "store the shard's gradient")
+	}
+	telemetry.ShardBytes.WithLabelValues("gradient_written").Add(float64(size))
+	telemetry.ShardDuration.WithLabelValues(string(job.Kind)).Observe(time.Since(start).Seconds())
+	telemetry.TrainTokens.WithLabelValues(string(job.Kind)).Add(float64(g.Sums.Tokens))
+	a.d.Logger.Info("gradient shard done", zap.String("job_id", job.ID), zap.Int("step", in.Done+1),
+		zap.Int("shard", in.Shard), zap.Int("shards", in.Shards), zap.Int("tokens", g.Sums.Tokens),
+		zap.Duration("elapsed", time.Since(start)), zap.Int64("gradient_bytes", size))
+	return &ShardResult{Sums: g.Sums, N: n, Bytes: size}, nil
+}
+
+// shardGradient computes shard in.Shard of step in.Done of the plan.
+func (a *Activities) shardGradient(ctx context.Context, tr *engine.Trainer, p *plan, in ShardInput) (*engine.Gradient, int, error) {
+	s := p.Steps[in.Done]
+	if p.Kind == trainyard.JobKindSFT {
+		seqs := make([]engine.Sequence, len(s.Batch))
+		weights := make([]int, len(s.Batch))
+		for j, k := range s.Batch {
+			seqs[j], weights[j] = p.Seqs[k], len(p.Seqs[k].Tokens)
+		}
+		n, err := tr.SFTTokens(seqs)
+		if err != nil {
+			return nil, 0, err
+		}
+		var part []engine.Sequence
+		if shards := engine.Shards(weights, in.Shards); in.Shard < len(shards) {
+			for _, j := range shards[in.Shard] {
+				part = append(part, seqs[j])
+			}
+		}
+		g, err := tr.SFTGradient(ctx, part, n, in.Shard)
+		return g, n, err
+	}
+	batch := make([]engine.RLSample, len(s.Batch))
+	weights := make([]int, len(s.Batch))
+	for j, k := range s.Batch {
+		batch[j] = p.Samples[k]
+		if batch[j].Advantage != 0 || p.RL.KLPenaltyCoef > 0 {
+			weights[j] = len(batch[j].Tokens) // samples without signal cost nothing
+		}
+	}
+	n, err := tr.RLTokens(batch, p.RL)
+	if err != nil {
+		return nil, 0, err
+	}
+	var part []engine.RLSample
+	if shards := engine.Shards(weights, in.Shards); in.Shard < len(shards) {
+		for _, j := range shards[in.Shard] {
+			part = append(part, batch[j])
+		}
+	}
+	if p.PrecalculateLogprobs && len(part) > 0 {
+		if err := precalculate(ctx, tr, part); err != nil {
+			return nil, 0, err
+		}
+	}
+	g, err := tr.RLGradient(ctx, part, p.RL, n, in.Shard)
+	return g, n, err
+}
+
+// ApplyInput asks to apply the step after Done from its shards' gradients.
+type ApplyInput struct {
+	JobID       string
+	BaseStep    int
+	Done        int
+	TotalSteps  int
+	EventOffset int `json:",omitempty"`
+	// Shards are the shards' results, in shard order.
+	Shards []ShardResult
+}
+
+// ApplyStep sums the step's shard gradients in shard order, takes the
+// optimizer update on the state after in.Done steps, records the step's
+// gradient_step event and progress, and stores the new state (the new
+// checkpoint's objects after the last step), which the next step's shards
+// start from. It runs once per step: an attempt that finds the step already
+// stored (by an earlier attempt that failed to report) reports it.
+func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult, error) {
+	defer a.dropScratchOfClosed(ctx, in.JobID)
+	job, err := a.activeJob(ctx, in.JobID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := a.loadPlan(ctx, job.ID)
+	if err != nil {
+		return nil, classify(err, "load the job's plan")
+	}
+	total := len(p.Steps)
+	if total != in.TotalSteps || in.Done < 0 || in.Done >= total || len(in.Shards) == 0 {
+		return nil, invalidf("internal error: apply the step after %d from %d shards; the plan has %d steps, the workflow expects %d",
+			in.Done, len(in.Shards), total, in.TotalSteps)
+	}
+	if job.SavedStep > in.Done {
+		// An earlier attempt applied the step and stored its state.
+		return &TrainResult{Done: in.Done + 1, Metrics: job.LatestMetrics, WorkerQueue: workerQueue(ctx)}, nil
+	}
+	n := in.Shards[0].N
+	for i, s := range in.Shards {
+		if s.N != n {
+			return nil, invalidf("internal error: shard %d counts %d trainable tokens in the step, shard 0 %d", i, s.N, n)
+		}
+	}
+	release, err := a.computeSlot(ctx, job.ID, heartbeat{Saved: in.Done})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, in.Done)
+	defer ka.close()
+	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
+	if err != nil {
+		return nil, classify(err, "load the job's model")
+	}
+	base, err := a.base(ctx, model.BaseModel)
+	if err != nil {
+		return nil, err
+	}
+	st := a.states.take(job.ID, in.BaseStep, in.Done)
+	if st != nil {
+		telemetry.StateCacheHits.Inc()
+	} else if st, err = a.loadState(ctx, job, base, p, in.BaseStep, in.Done); err != nil {
+		return nil, err
+	}
+	tr := engine.NewTrainer(base, st.adapter, st.opt)
+	gs := make([]*engine.Gradient, len(in.Shards))
+	for i, s := range in.Shards {
+		if gs[i], err = a.readGradient(ctx, tr, job.ID, in.Done, i, s.Sums); err != nil {
+			return nil, err
+		}
+	}
+	stats, err := tr.ApplyGradients(p.Kind == trainyard.JobKindRL, gs, n, adamW(p.Steps[in.Done].LearningRate))
+	if err != nil {
+		return nil, classify(err, fmt.Sprintf("gradient step %d", in.Done+1))
+	}
+	stats["num_workers"] = float64(len(in.Shards))
+	metrics, err := stepMetrics(p.Steps[in.Done], stats, in.Done+1)
+	if err != nil {
+		return nil, err
+	}
+	done := in.Done + 1
+	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
+	if err := a.recordStep(ctx, job.ID, runID, done, in.EventOffset, metrics, true); err != nil {
+		return nil, err
+	}
+	if err := a.persist(ctx, job, st, ka, in.BaseStep, done, total); err != nil {
+		return nil, err
+	}
+	telemetry.StepDuration.WithLabelValues(string(job.Kind)).Observe(stats["num_tokens"] / stats["tokens_per_second"])
+	if done < total {
+		a.states.put(job.ID, in.BaseStep, done, st)
+	}
+	for i := range in.Shards {
+		// Best effort: the job's cleanup deletes whatever stays.
+		if err := a.d.Blobs.DeleteJobFilesWithPrefix(ctx, job.ID, gradientFile(in.Done, i)); err != nil {
+			a.d.Logger.Warn("could not delete a shard's gradient", zap.String("job_id", job.ID), zap.Int("shard", i), zap.Error(err))
+		}
+	}
+	a.d.Logger.Info("data-parallel step done", zap.String("job_id", job.ID), zap.Int("done", done), zap.Int("total", total),
+		zap.Int("shards", len(in.Shards)), zap.Float64("loss", metrics["loss"]))
+	return &TrainResult{Done: done, Metrics: metrics, WorkerQueue: workerQueue(ctx)}, nil
+}
+
+// readGradient reads shard i's gradient of the step after done.
+func (a *Activities) readGradient(ctx context.Context, tr *engine.Trainer, jobID string, done, i int, sums engine.GradientSums) (*engine.Gradient, error) {
+	rc, err := a.d.Blobs.GetJobInput(ctx, jobID, gradientFile(done, i))
+	if isCode(err, trainyard.ENOTFOUND) {
+		// The shard's file is gone (deleted by an attempt that applied the
+		// step after all?): the shard must run again.
+		return nil, temporal.NewApplicationError(fmt.Sprintf("shard %d's gradient of step %d is missing", i, done+1), ErrShardMissing)
+	}
+	if err != nil {
+		return nil, classify(err, fmt.Sprintf("open shard %d's gradient", i))
+	}
+	defer rc.Close()
+	cr := &countingReader{r: rc}
+	g, err := tr.ReadGradient(cr, sums)
+	telemetry.ShardBytes.WithLabelValues("gradient_read").Add(float64(cr.n))
+	if err != nil {
+		return nil, classify(err, fmt.Sprintf("read shard %d's gradient", i))
+	}
+	return g, nil
+}
+
+// ErrShardMissing types ApplyStep's error when a shard's gradient file is
+// missing: the workflow computes the step's shards again.
+const ErrShardMissing = "ShardGradientMissing"
