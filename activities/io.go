@@ -75,6 +75,9 @@ type TrainResult struct {
 	// WorkerQueue is the own compute task queue of the worker that ran the
 	// chunk and keeps the job's state in memory: the next chunk goes there.
 	WorkerQueue string `json:",omitempty"`
+	// Checksum is the adapter's checksum after a data-parallel step
+	// (ApplyStep), which the next step's shard workers catch up to.
+	Checksum uint32 `json:",omitempty"`
 }
 
 // CompleteInput asks to record a job's checkpoint and close it successfully.

@@ -76,6 +76,18 @@ type ShardInput struct {
 	TotalSteps int
 	// Shard is this shard's index among Shards.
 	Shard, Shards int
+	// Previous describes the step before, when it was spread too: a
+	// worker that kept the state from before it catches up by applying
+	// its gradients, instead of reading the state stored after it.
+	Previous *PreviousStep `json:",omitempty"`
+}
+
+// PreviousStep is the step after Done as it was applied: its shards'
+// results in order, and the checksum of the adapter it produced.
+type PreviousStep struct {
+	Done     int
+	Shards   []ShardResult
+	Checksum uint32
 }
 
 // ShardResult is a shard's contribution: the sums of its statistics (its
@@ -85,8 +97,10 @@ type ShardResult struct {
 	// N is the trainable tokens of the whole step, which every shard
 	// computes from the plan; ApplyStep checks they agree.
 	N int
-	// Bytes is the size of the gradient file written.
-	Bytes int64
+	// Bytes is the size of the gradient file written; StateBytes what was
+	// read to have the state to compute it from: the stored state, or the
+	// previous step's gradients (0 on the worker that applied that step).
+	Bytes, StateBytes int64
 }
 
 // Gradient computes one shard of the job's next step from the state after
@@ -123,22 +137,23 @@ func (a *Activities) Gradient(ctx context.Context, in ShardInput) (*ShardResult,
 	if err != nil {
 		return nil, err
 	}
-	// The worker that keeps the job's state in memory lends it to the
-	// shard and keeps it for ApplyStep; others read it for this shard.
-	st := a.states.take(job.ID, in.BaseStep, in.Done)
-	if st != nil {
-		telemetry.StateCacheHits.Inc()
-		defer a.states.put(job.ID, in.BaseStep, in.Done, st)
-	} else if st, err = a.loadState(ctx, job, base, p, in.BaseStep, in.Done); err != nil {
+	loadedBefore := a.loaded.Load()
+	st, caughtUp, err := a.shardState(ctx, job, base, p, in)
+	if err != nil {
 		return nil, err
 	}
+	// Every shard worker keeps its replica of the state for the next step
+	// (on the worker that applies the step, ApplyStep takes it from here).
+	defer a.states.put(job.ID, in.BaseStep, in.Done, st)
 	est, err := a.fitMemory(base, p, st.adapter.Config())
 	if err != nil {
 		return nil, err
 	}
+	tLoaded := time.Now()
 	tr := engine.NewTrainer(base, st.adapter, st.opt)
 	tr.SetActivationBudget(est.ActivationBudget)
 	g, n, err := a.shardGradient(ctx, tr, p, in)
+	tComputed := time.Now()
 	if err != nil {
 		return nil, classify(err, fmt.Sprintf("shard %d of gradient step %d", in.Shard+1, in.Done+1))
 	}
@@ -155,8 +170,67 @@ func (a *Activities) Gradient(ctx context.Context, in ShardInput) (*ShardResult,
 	telemetry.TrainTokens.WithLabelValues(string(job.Kind)).Add(float64(g.Sums.Tokens))
 	a.d.Logger.Info("gradient shard done", zap.String("job_id", job.ID), zap.Int("step", in.Done+1),
 		zap.Int("shard", in.Shard), zap.Int("shards", in.Shards), zap.Int("tokens", g.Sums.Tokens),
-		zap.Duration("elapsed", time.Since(start)), zap.Int64("gradient_bytes", size))
-	return &ShardResult{Sums: g.Sums, N: n, Bytes: size}, nil
+		zap.Duration("elapsed", time.Since(start)), zap.Duration("load", tLoaded.Sub(start)), zap.Duration("compute", tComputed.Sub(tLoaded)),
+		zap.Float64("engine_seconds", g.Sums.Seconds), zap.Int64("gradient_bytes", size))
+	return &ShardResult{Sums: g.Sums, N: n, Bytes: size, StateBytes: a.loaded.Load() - loadedBefore + caughtUp}, nil
+}
+
+// shardState returns the state after in.Done steps for a shard: the one
+// this worker keeps, or its replica of the state before, brought forward by
+// applying the previous step's gradients exactly as the worker that applied
+// it did (the same files, order and code; the adapter's checksum tells),
+// or else the stored state. Catching up reads every shard's gradient, so it
+// is done only while they add up to less than the stored state (adapter and
+// optimizer moments, about three gradients): up to 3 workers. caughtUp is
+// the gradient bytes read to catch up.
+func (a *Activities) shardState(ctx context.Context, job *trainyard.Job, base *engine.Base, p *plan, in ShardInput) (st *trainState, caughtUp int64, err error) {
+	st, at := a.states.takeLatest(job.ID, in.BaseStep)
+	switch {
+	case st != nil && at == in.Done:
+		telemetry.StateCacheHits.Inc()
+		return st, 0, nil
+	case st != nil && at == in.Done-1 && in.Previous != nil && in.Previous.Done == at && catchUpCheaper(st, in.Previous):
+		tr := engine.NewTrainer(base, st.adapter, st.opt)
+		gs := make([]*engine.Gradient, len(in.Previous.Shards))
+		for i, s := range in.Previous.Shards {
+			g, read, err := a.readGradient(ctx, tr, job.ID, at, i, s.Sums)
+			caughtUp += read
+			if err != nil {
+				return a.shardStateStored(ctx, job, base, p, in, caughtUp, err)
+			}
+			gs[i] = g
+		}
+		_, err := tr.ApplyGradients(p.Kind == trainyard.JobKindRL, gs, in.Previous.Shards[0].N, adamW(p.Steps[at].LearningRate))
+		if err == nil && st.adapter.Checksum() != in.Previous.Checksum {
+			err = fmt.Errorf("adapter checksum %08x after catching up, the applied step's is %08x", st.adapter.Checksum(), in.Previous.Checksum)
+		}
+		if err != nil {
+			return a.shardStateStored(ctx, job, base, p, in, caughtUp, err)
+		}
+		telemetry.StateCacheHits.Inc()
+		return st, caughtUp, nil
+	}
+	st, err = a.loadState(ctx, job, base, p, in.BaseStep, in.Done)
+	return st, 0, err
+}
+
+// catchUpCheaper reports whether reading the previous step's gradients
+// costs less than reading the stored state.
+func catchUpCheaper(st *trainState, prev *PreviousStep) bool {
+	var grads int64
+	for _, s := range prev.Shards {
+		grads += s.Bytes
+	}
+	size, err := stateSize(st)
+	return err == nil && grads <= size
+}
+
+// shardStateStored reads the stored state after a failed catch-up.
+func (a *Activities) shardStateStored(ctx context.Context, job *trainyard.Job, base *engine.Base, p *plan, in ShardInput, caughtUp int64, cause error) (*trainState, int64, error) {
+	a.d.Logger.Warn("could not catch up with the previous step; reading the stored state", zap.String("job_id", job.ID),
+		zap.Int("done", in.Done), zap.Error(cause))
+	st, err := a.loadState(ctx, job, base, p, in.BaseStep, in.Done)
+	return st, caughtUp, err
 }
 
 // shardGradient computes shard in.Shard of step in.Done of the plan.
@@ -241,7 +315,8 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 			in.Done, len(in.Shards), total, in.TotalSteps)
 	}
 	if job.SavedStep > in.Done {
-		// An earlier attempt applied the step and stored its state.
+		// An earlier attempt applied the step and stored its state (shards
+		// of the next step then read it: there is no checksum to catch up to).
 		return &TrainResult{Done: in.Done + 1, Metrics: job.LatestMetrics, WorkerQueue: workerQueue(ctx)}, nil
 	}
 	n := in.Shards[0].N
@@ -273,16 +348,25 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 	}
 	tr := engine.NewTrainer(base, st.adapter, st.opt)
 	gs := make([]*engine.Gradient, len(in.Shards))
+	var exchanged int64 // gradients written and read back, state read by shards and stored for them
 	for i, s := range in.Shards {
-		if gs[i], err = a.readGradient(ctx, tr, job.ID, in.Done, i, s.Sums); err != nil {
+		var read int64
+		if gs[i], read, err = a.readGradient(ctx, tr, job.ID, in.Done, i, s.Sums); err != nil {
 			return nil, err
 		}
+		exchanged += s.Bytes + read + s.StateBytes
 	}
 	stats, err := tr.ApplyGradients(p.Kind == trainyard.JobKindRL, gs, n, adamW(p.Steps[in.Done].LearningRate))
 	if err != nil {
 		return nil, classify(err, fmt.Sprintf("gradient step %d", in.Done+1))
 	}
-	stats["num_workers"] = float64(len(in.Shards))
+	// The state stored below is what the next step's other shards read.
+	size, err := stateSize(st)
+	if err != nil {
+		return nil, err
+	}
+	exchanged += size
+	stats["num_workers"], stats["exchanged_bytes"] = float64(len(in.Shards)), float64(exchanged)
 	metrics, err := stepMetrics(p.Steps[in.Done], stats, in.Done+1)
 	if err != nil {
 		return nil, err
@@ -299,36 +383,67 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 	if done < total {
 		a.states.put(job.ID, in.BaseStep, done, st)
 	}
-	for i := range in.Shards {
-		// Best effort: the job's cleanup deletes whatever stays.
-		if err := a.d.Blobs.DeleteJobFilesWithPrefix(ctx, job.ID, gradientFile(in.Done, i)); err != nil {
-			a.d.Logger.Warn("could not delete a shard's gradient", zap.String("job_id", job.ID), zap.Int("shard", i), zap.Error(err))
-		}
+	// The previous step's gradients are no longer needed: every shard of
+	// this step has caught up (or read the state). This step's stay for the
+	// next step's shards, unless it was the last. Best effort: the job's
+	// cleanup deletes whatever stays.
+	if in.Done > 0 {
+		a.dropGradients(ctx, job.ID, in.Done-1)
+	}
+	if done == total {
+		a.dropGradients(ctx, job.ID, in.Done)
 	}
 	a.d.Logger.Info("data-parallel step done", zap.String("job_id", job.ID), zap.Int("done", done), zap.Int("total", total),
-		zap.Int("shards", len(in.Shards)), zap.Float64("loss", metrics["loss"]))
-	return &TrainResult{Done: done, Metrics: metrics, WorkerQueue: workerQueue(ctx)}, nil
+		zap.Int("shards", len(in.Shards)), zap.Float64("loss", metrics["loss"]), zap.Int64("exchanged_bytes", exchanged))
+	return &TrainResult{Done: done, Metrics: metrics, WorkerQueue: workerQueue(ctx), Checksum: st.adapter.Checksum()}, nil
 }
 
-// readGradient reads shard i's gradient of the step after done.
-func (a *Activities) readGradient(ctx context.Context, tr *engine.Trainer, jobID string, done, i int, sums engine.GradientSums) (*engine.Gradient, error) {
+// dropGradients deletes the gradient files of the step after done.
+func (a *Activities) dropGradients(ctx context.Context, jobID string, done int) {
+	if err := a.d.Blobs.DeleteJobFilesWithPrefix(ctx, jobID, stateFile(done, "grad-")); err != nil {
+		a.d.Logger.Warn("could not delete a step's shard gradients", zap.String("job_id", jobID), zap.Int("step", done+1), zap.Error(err))
+	}
+}
+
+// readGradient reads shard i's gradient of the step after done and says how
+// many bytes it read.
+func (a *Activities) readGradient(ctx context.Context, tr *engine.Trainer, jobID string, done, i int, sums engine.GradientSums) (*engine.Gradient, int64, error) {
 	rc, err := a.d.Blobs.GetJobInput(ctx, jobID, gradientFile(done, i))
 	if isCode(err, trainyard.ENOTFOUND) {
 		// The shard's file is gone (deleted by an attempt that applied the
 		// step after all?): the shard must run again.
-		return nil, temporal.NewApplicationError(fmt.Sprintf("shard %d's gradient of step %d is missing", i, done+1), ErrShardMissing)
+		return nil, 0, temporal.NewApplicationError(fmt.Sprintf("shard %d's gradient of step %d is missing", i, done+1), ErrShardMissing)
 	}
 	if err != nil {
-		return nil, classify(err, fmt.Sprintf("open shard %d's gradient", i))
+		return nil, 0, classify(err, fmt.Sprintf("open shard %d's gradient", i))
 	}
 	defer rc.Close()
 	cr := &countingReader{r: rc}
 	g, err := tr.ReadGradient(cr, sums)
 	telemetry.ShardBytes.WithLabelValues("gradient_read").Add(float64(cr.n))
 	if err != nil {
-		return nil, classify(err, fmt.Sprintf("read shard %d's gradient", i))
+		return nil, cr.n, classify(err, fmt.Sprintf("read shard %d's gradient", i))
 	}
-	return g, nil
+	return g, cr.n, nil
+}
+
+// stateSize is the size of the state's stored files.
+func stateSize(st *trainState) (int64, error) {
+	var c countingWriter
+	if err := st.adapter.WriteWeights(&c); err != nil {
+		return 0, fmt.Errorf("encode adapter: %w", err)
+	}
+	if err := st.opt.Write(&c); err != nil {
+		return 0, fmt.Errorf("encode optimizer state: %w", err)
+	}
+	return int64(c), nil
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // ErrShardMissing types ApplyStep's error when a shard's gradient file is

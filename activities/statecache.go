@@ -39,6 +39,19 @@ func (c *stateCache) take(jobID string, baseStep, done int) *trainState {
 	return e.st
 }
 
+// takeLatest removes and returns the job's state from baseStep whatever
+// its step, with that step; nil when there is none.
+func (c *stateCache) takeLatest(jobID string, baseStep int) (*trainState, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[jobID]
+	c.drop(jobID)
+	if !ok || e.baseStep != baseStep {
+		return nil, 0
+	}
+	return e.st, e.done
+}
+
 // put keeps st as the job's state after done steps, evicting the oldest
 // entry past max (a worker keeps the jobs of its training slots, plus one).
 func (c *stateCache) put(jobID string, baseStep, done int, st *trainState) {

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math"
 	"time"
 
 	"github.com/trainyard/trainyard/engine/model"
@@ -51,6 +54,7 @@ func (g *Gradient) Empty() bool { return g.lora == nil }
 // Shards splits a batch whose items weigh weights (their token counts, say) into at most k contiguous
 // runs of about equal weight, in order; runs are never empty, so fewer than k come back when the batch
 // has fewer items. Item order is kept, so a step's shards, summed in order, visit the batch in order.
+// Run j ends at the item boundary nearest to (j+1)/k of the total weight.
 func Shards(weights []int, k int) [][]int {
 	k = max(1, min(k, len(weights)))
 	total := 0
@@ -58,24 +62,39 @@ func Shards(weights []int, k int) [][]int {
 		total += max(w, 0)
 	}
 	out := make([][]int, 0, k)
-	var cur []int
-	acc := 0
+	start, acc := 0, 0
 	for i, w := range weights {
-		cur = append(cur, i)
 		acc += max(w, 0)
+		if len(out) == k-1 {
+			continue // the last run takes the rest
+		}
 		left := len(weights) - i - 1 // items after i
 		need := k - len(out) - 1     // runs still to open after this one
-		// Close the run once it holds its share of the weight, or when each remaining run needs one of the
-		// remaining items.
-		if need > 0 && (acc*k >= total*(len(out)+1) || left == need) {
-			out = append(out, cur)
-			cur = nil
+		target := float64(total) * float64(len(out)+1) / float64(k)
+		// End the run after item i when that is nearer its target than ending it after the next item
+		// would be, or when each remaining run needs one of the remaining items.
+		next := float64(acc)
+		if i+1 < len(weights) {
+			next += float64(max(weights[i+1], 0))
+		}
+		if left == need || (left > need && math.Abs(float64(acc)-target) <= math.Abs(next-target)) {
+			out = append(out, seq(start, i+1))
+			start = i + 1
 		}
 	}
-	if len(cur) > 0 {
-		out = append(out, cur)
+	if start < len(weights) {
+		out = append(out, seq(start, len(weights)))
 	}
 	return out
+}
+
+// seq is lo, lo+1, …, hi−1.
+func seq(lo, hi int) []int {
+	s := make([]int, hi-lo)
+	for i := range s {
+		s[i] = lo + i
+	}
+	return s
 }
 
 // SFTTokens validates a step's whole SFT batch and returns its N, the trainable tokens its shards'
@@ -201,3 +220,20 @@ func (t *Trainer) ReadGradient(r io.Reader, sums GradientSums) (*Gradient, error
 	}
 	return g, nil
 }
+
+// Checksum is a CRC-32C of the adapter's weights (their float32 bits, in tensor order): workers that keep
+// replicas of a job's adapter compare it with the one that applied a step to know theirs is the same.
+func (a *Adapter) Checksum() uint32 {
+	var sum uint32
+	var buf []byte
+	for _, p := range adapterParams(a) {
+		buf = buf[:0]
+		for _, v := range p {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		}
+		sum = crc32.Update(sum, castagnoli, buf)
+	}
+	return sum
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -18,8 +18,9 @@ func TestShards(t *testing.T) {
 		{[]int{10, 10, 10, 10}, 2, [][]int{{0, 1}, {2, 3}}},
 		{[]int{10, 10, 10, 10}, 1, [][]int{{0, 1, 2, 3}}},
 		{[]int{30, 5, 5, 5, 5}, 2, [][]int{{0}, {1, 2, 3, 4}}},
-		{[]int{1, 1}, 5, [][]int{{0}, {1}}},               // never an empty run
-		{[]int{0, 0, 0, 9}, 3, [][]int{{0, 1}, {2}, {3}}}, // zero weights still leave each run an item
+		{[]int{1, 1}, 5, [][]int{{0}, {1}}},                                                     // never an empty run
+		{[]int{0, 0, 0, 9}, 3, [][]int{{0}, {1}, {2, 3}}},                                       // zero weights still leave each run an item
+		{[]int{150, 140, 145, 141, 139, 150, 148, 140}, 2, [][]int{{0, 1, 2, 3}, {4, 5, 6, 7}}}, // the nearer boundary, not the first past half
 		{[]int{5}, 0, [][]int{{0}}},
 		{nil, 3, [][]int{}},
 	}
@@ -156,7 +157,7 @@ func TestShardedStepMatchesOneStep(t *testing.T) {
 				if want["loss"] == 0 || want["grad_norm"] == 0 {
 					t.Fatalf("degenerate step: %v", want)
 				}
-				if d := relDiff(adapterParams(one.adapter), adapterParams(leader.adapter)); d > 1e-5 {
+				if d := relDiff(adapterParams(one.adapter), adapterParams(leader.adapter)); d > 1e-4 {
 					t.Errorf("step %d: updated adapters differ: relative error %.2g", step, d)
 				}
 				if d := relDiff(one.opt.st.V, leader.opt.st.V); d > 1e-4 {

@@ -60,6 +60,9 @@ type job struct {
 	routed bool
 	base   string
 	sticky string
+	// prev is the last step spread over workers: its shards' workers
+	// catch up from it (parallel.go).
+	prev *activities.PreviousStep
 }
 
 // setup restores carried-over progress and answers the progress query.

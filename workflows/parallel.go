@@ -73,6 +73,7 @@ func (j *job) parallelStep(ctx workflow.Context, in activities.TrainInput, worke
 		}
 		j.sticky = r.WorkerQueue
 		j.progress.Workers = K
+		j.prev = &activities.PreviousStep{Done: in.Done, Shards: shards, Checksum: r.Checksum}
 		return &r, nil
 	}
 }
@@ -84,6 +85,10 @@ func (j *job) shards(ctx workflow.Context, in activities.TrainInput, queues []st
 	defer cancel()
 	K := len(queues)
 	out := make([]activities.ShardResult, K)
+	var prev *activities.PreviousStep
+	if j.prev != nil && j.prev.Done+1 == in.Done {
+		prev = j.prev
+	}
 	var first error
 	wg := workflow.NewWaitGroup(ctx)
 	for k := range K {
@@ -91,7 +96,7 @@ func (j *job) shards(ctx workflow.Context, in activities.TrainInput, queues []st
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
 			err := j.onWorker(ctx, queues[k], fmt.Sprintf("step %d, shard %d of %d", in.Done+1, k+1, K), remaining, a.Gradient,
-				activities.ShardInput{JobID: in.JobID, BaseStep: in.BaseStep, Done: in.Done, TotalSteps: in.TotalSteps, Shard: k, Shards: K},
+				activities.ShardInput{JobID: in.JobID, BaseStep: in.BaseStep, Done: in.Done, TotalSteps: in.TotalSteps, Shard: k, Shards: K, Previous: prev},
 				&out[k])
 			if err != nil && first == nil {
 				first = err

@@ -105,23 +105,7 @@ func TestDataParallelJobAcrossWorkerProcesses(t *testing.T) {
 	checkEvents(t, refEvents, steps, "training_ended")
 
 	second := s.startWorkerProcess()
-	deadline := time.Now().Add(time.Minute)
-	for live := 0; live < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d live workers in the registry after a minute, want 2", live)
-		}
-		time.Sleep(100 * time.Millisecond)
-		ws, err := s.db.ListWorkers(context.Background(), s.queue)
-		if err != nil {
-			t.Fatal(err)
-		}
-		live = 0
-		for _, w := range ws {
-			if w.Live && w.Holds(baseModel) {
-				live++
-			}
-		}
-	}
+	s.waitHolders(baseModel, 2)
 	id := job(spread, 3)
 	evs := s.waitEvents(id, 1+3, 2*time.Minute)
 	second.kill(t)

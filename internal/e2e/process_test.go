@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -41,6 +44,9 @@ type workerProcessConfig struct {
 	// Registry: the worker announces itself in the database's worker
 	// registry and finds other workers there.
 	Registry bool
+	// Bases are the base models it holds (name: snapshot directory);
+	// empty: the built-in ones.
+	Bases map[string]string
 }
 
 // runWorkerProcess is the main function of a worker process: it serves the
@@ -51,7 +57,19 @@ func runWorkerProcess() int {
 		fmt.Fprintln(os.Stderr, "worker process: bad config:", err)
 		return 2
 	}
-	log, _ := zap.NewDevelopment(zap.IncreaseLevel(zap.WarnLevel))
+	level := zap.WarnLevel
+	if os.Getenv("TRAINYARD_E2E_WORKER_LOG") == "info" { // to follow a worker process while debugging a test
+		level = zap.InfoLevel
+	}
+	log, _ := zap.NewDevelopment(zap.IncreaseLevel(level))
+	if dir := os.Getenv("TRAINYARD_E2E_WORKER_PROFILE_DIR"); dir != "" {
+		// A CPU profile of the process's first 20 s, to see where a worker's
+		// time goes in a benchmark (the process is killed, not stopped).
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.pprof", os.Getpid())))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			time.AfterFunc(20*time.Second, func() { pprof.StopCPUProfile(); f.Close() })
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	db, err := postgres.Open(ctx, cfg.DatabaseURL)
@@ -73,8 +91,11 @@ func runWorkerProcess() int {
 	defer tc.Close()
 	wf := workflows.NewClient(tc, workflows.ClientOptions{TaskQueue: cfg.TaskQueue, Jobs: db, Events: db})
 	deps := activities.Deps{Jobs: db, Events: db, Models: db, Blobs: blobs, Queue: db, Workflows: wf,
-		Bases: catalog.New(nil), Files: blobs, Logger: log}
+		Bases: catalog.New(cfg.Bases), Files: blobs, Logger: log}
 	wcfg := worker.Config{TaskQueue: cfg.TaskQueue}
+	for name := range cfg.Bases {
+		wcfg.BaseModels = append(wcfg.BaseModels, name)
+	}
 	if cfg.Registry {
 		deps.Workers, wcfg.Registry = db, db
 	}
@@ -102,15 +123,24 @@ type workerProcess struct {
 }
 
 // startWorkerProcess starts a worker process on the stack's task queue.
-func (s *stack) startWorkerProcess() *workerProcess {
+func (s *stack) startWorkerProcess() *workerProcess { return s.startWorkerProcessOn(-1) }
+
+// startWorkerProcessOn starts a worker process; cpu ≥ 0 pins it to that
+// CPU (taskset) with GOMAXPROCS=1.
+func (s *stack) startWorkerProcessOn(cpu int) *workerProcess {
 	s.t.Helper()
 	st := s.temporal
 	cfg, _ := json.Marshal(workerProcessConfig{
 		TemporalAddr: st.FrontendAddr(), Namespace: st.Namespace(), TaskQueue: s.queue,
-		DatabaseURL: s.dbURL, S3: s.s3cfg, Activities: s.opts.Activities, Registry: s.opts.Registry,
+		DatabaseURL: s.dbURL, S3: s.s3cfg, Activities: s.opts.Activities, Registry: s.opts.Registry, Bases: s.opts.Bases,
 	})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRole+"="+roleWorker, envWorkerConfig+"="+string(cfg))
+	env := append(os.Environ(), envRole+"="+roleWorker, envWorkerConfig+"="+string(cfg))
+	if cpu >= 0 {
+		cmd = exec.Command("taskset", "-c", strconv.Itoa(cpu), os.Args[0], "-test.run=^$")
+		env = append(env, "GOMAXPROCS=1")
+	}
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -50,6 +50,9 @@ type stackOptions struct {
 	// Registry makes worker processes announce themselves in the worker
 	// registry and look workers up in it, as trainyard worker does.
 	Registry bool
+	// Bases are base models besides tiny-chat (name: snapshot directory)
+	// that the API accepts and worker processes hold.
+	Bases map[string]string
 }
 
 // stack is one test's trainyard: its own database schema, bucket and task
@@ -119,7 +122,11 @@ func (s *stack) apiServer(wf api.JobWorkflows) *httptest.Server {
 	chat := serving.New(serving.Config{BaseModels: []string{baseModel},
 		OpenBase: func(name string) (*engine.Base, error) { return sharedBases.Base(context.Background(), name) },
 	}, s.db, s.blobs, s.log)
-	srv := api.New(api.Config{BaseModels: []string{baseModel}, Jobs: api.JobsConfig{Data: jobspec.DataPolicy{S3: s.blobs.ReadPolicy()}}}, api.Deps{
+	bases := []string{baseModel}
+	for name := range s.opts.Bases {
+		bases = append(bases, name)
+	}
+	srv := api.New(api.Config{BaseModels: bases, Jobs: api.JobsConfig{Data: jobspec.DataPolicy{S3: s.blobs.ReadPolicy()}}}, api.Deps{
 		Accounts: s.db, Models: s.db, Logs: s.db, Jobs: s.db, Events: s.db, Blobs: s.blobs,
 		Workflows: wf, Files: s.blobs, Logger: s.log, Chat: chat,
 		Retention: &retention.Pruner{Models: s.db, Blobs: s.blobs},
