@@ -24,7 +24,7 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all asm run build test fmt-check test-scripts vet lint bench bench-openblas bench-compare bench-rollouts bench-loop pretrain clean fuzz \
+.PHONY: all asm run build test fmt-check test-scripts vet lint bench bench-parallel bench-openblas bench-compare bench-rollouts bench-loop pretrain clean fuzz \
 	tokenizer-files tokenizer-fixtures hftemplate-fixtures torch-fixtures screenshots vendor-dashboard
 
 all: build
@@ -113,6 +113,11 @@ bench:
 	fi; \
 	export TRAINYARD_TEST_DATABASE_URL; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKG)
+
+## bench-parallel: one SFT job at the 135M shape (3 steps of 32 conversations) on 1 and on 2 worker processes,
+## each pinned to its own CPU with GOMAXPROCS=1 (needs taskset): seconds per step, bytes exchanged per step
+bench-parallel:
+	$(MAKE) bench BENCH=DataParallelStep PKG=./internal/e2e BENCHTIME=1x
 
 ## bench-openblas: install OpenBLAS, then the benchmarks that compare the
 ## engine's kernels with it (linalg: ceiling, Sgemm, training step; engine: RL step)

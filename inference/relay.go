@@ -70,7 +70,11 @@ func (r *Router) Forward(ctx context.Context, w http.ResponseWriter, c Call) err
 		return err
 	}
 	log := r.log.With(zap.String("request_id", c.Header.Get("X-Request-ID")), zap.String("base_model", base))
-	for _, p := range r.pick(procs, base) {
+	affinity := ""
+	if c.Model != base {
+		affinity = c.AccountID + "\x00" + c.Model
+	}
+	for _, p := range r.pick(procs, base, affinity) {
 		plog := log.With(zap.String("process", p.ID), zap.String("address", p.Address))
 		cctx, done := r.track(ctx, p.ID)
 		resp, err := r.send(cctx, p.Address, c)
@@ -87,6 +91,7 @@ func (r *Router) Forward(ctx context.Context, w http.ResponseWriter, c Call) err
 			return lost(ctx, cctx, plog, err)
 		}
 		telemetry.ChatRouted.WithLabelValues("forwarded").Inc()
+		r.remember(affinity, p.ID)
 		err = r.relay(ctx, cctx, w, resp, plog)
 		done()
 		return err

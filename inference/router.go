@@ -64,7 +64,15 @@ type Router struct {
 	calls  map[*call]struct{}   // forwarded calls in flight
 	local  map[string]int       // calls in flight per process, from this router
 	down   map[string]time.Time // process → its heartbeat when a connection to it failed
+	// affinity is the process the last request for an adapter (account
+	// and model reference) went to: its next requests go there too while
+	// that process has room, so an adapter's rollouts share its batches
+	// and its cached weights.
+	affinity map[string]string
 }
+
+// maxAffinity bounds the adapters remembered; past it the memory starts over.
+const maxAffinity = 1 << 14
 
 // call is one forwarded request in flight; cancel ends it with errLost.
 type call struct {
@@ -230,8 +238,10 @@ func (r *Router) baseOf(ctx context.Context, accountID, model string, procs []*t
 // heartbeat. The least loaded (in flight / capacity, as of its last
 // heartbeat) comes first; on a tie the one this router has fewer calls in
 // flight to (its heartbeat may predate a burst), then a random one, so API
-// replicas do not herd onto the same process.
-func (r *Router) pick(procs []*trainyard.InferenceProcess, base string) []*trainyard.InferenceProcess {
+// replicas do not herd onto the same process. A request for an adapter
+// (affinity names it; "" for the base model alone) goes first to the
+// process its adapter's last request went to, while that one has room.
+func (r *Router) pick(procs []*trainyard.InferenceProcess, base, affinity string) []*trainyard.InferenceProcess {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*trainyard.InferenceProcess
@@ -252,7 +262,29 @@ func (r *Router) pick(procs []*trainyard.InferenceProcess, base string) []*train
 		}
 		return local(out[i]) < local(out[j])
 	})
+	if id, ok := r.affinity[affinity]; ok && affinity != "" {
+		for i, p := range out {
+			if p.ID == id && p.InFlight < p.Capacity && local(p) < p.Capacity {
+				copy(out[1:i+1], out[:i])
+				out[0] = p
+				break
+			}
+		}
+	}
 	return out
+}
+
+// remember records that the adapter's request went to proc.
+func (r *Router) remember(affinity, proc string) {
+	if affinity == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.affinity == nil || len(r.affinity) >= maxAffinity {
+		r.affinity = map[string]string{}
+	}
+	r.affinity[affinity] = proc
 }
 
 func load(p *trainyard.InferenceProcess) float64 {

@@ -46,7 +46,7 @@ func TestPickOrdersLiveHoldersByLoad(t *testing.T) {
 	}
 	order := func() string {
 		var s []string
-		for _, p := range r.pick(procs, "a") {
+		for _, p := range r.pick(procs, "a", "") {
 			s = append(s, p.Address)
 		}
 		return strings.Join(s, " ")
@@ -87,6 +87,41 @@ func TestPickOrdersLiveHoldersByLoad(t *testing.T) {
 	}
 	if got := order(); got != "http://idle1 http://idle2 http://half http://busy" && got != "http://idle2 http://idle1 http://half http://busy" {
 		t.Fatalf("after a new heartbeat: %s", got)
+	}
+}
+
+// TestPickKeepsAnAdaptersRequestsTogether: an adapter's requests go to the
+// process its last one went to while that process has room, even when
+// another is less loaded; a full one, or a request on the base model
+// alone, is placed by load.
+func TestPickKeepsAnAdaptersRequestsTogether(t *testing.T) {
+	t.Parallel()
+	db, ctx := pgtest.New(t), context.Background()
+	registered(t, db, "http://idle", 0, 8, time.Minute, "a")
+	half := registered(t, db, "http://half", 4, 8, time.Minute, "a")
+	full := registered(t, db, "http://full", 8, 8, time.Minute, "a")
+	r := NewRouter(db, db, RouterConfig{}, nil)
+	procs, err := r.reload(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := func(affinity string) string { return r.pick(procs, "a", affinity)[0].Address }
+	if got := first("acct\x00m:step3"); got != "http://idle" {
+		t.Fatalf("a new adapter went to %s, want the least loaded", got)
+	}
+	r.remember("acct\x00m:step3", half.ID)
+	if got := first("acct\x00m:step3"); got != "http://half" {
+		t.Fatalf("the adapter's next request went to %s, want its process with room", got)
+	}
+	if got := first(""); got != "http://idle" {
+		t.Fatalf("a base model request went to %s", got)
+	}
+	r.remember("acct\x00m:step3", full.ID)
+	if got := first("acct\x00m:step3"); got != "http://idle" {
+		t.Fatalf("the adapter's request went to %s, whose slots are all taken", got)
+	}
+	if n := len(r.pick(procs, "a", "acct\x00m:step3")); n != 3 {
+		t.Fatalf("pick lists %d processes, want all 3", n)
 	}
 }
 
