@@ -115,7 +115,8 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKG)
 
 ## bench-parallel: one SFT job at the 135M shape (3 steps of 32 conversations) on 1 and on 2 worker processes,
-## each pinned to its own CPU with GOMAXPROCS=1 (needs taskset): seconds per step, bytes exchanged per step
+## each pinned to its own CPU with GOMAXPROCS=1 (needs taskset): seconds per step, bytes exchanged per step.
+## TRAINYARD_BENCH_WORKERS_FIRST=1 (root) runs the workers ahead of the Temporal server, S3 and PostgreSQL sharing their CPUs
 bench-parallel:
 	$(MAKE) bench BENCH=DataParallelStep PKG=./internal/e2e BENCHTIME=1x
 

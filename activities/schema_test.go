@@ -28,6 +28,11 @@ var contractTypes = map[string]any{
 	"train-input":         TrainInput{},
 	"train-result":        TrainResult{},
 	"train-heartbeat":     heartbeat{},
+	"holders-input":       HoldersInput{},
+	"holders-result":      HoldersResult{},
+	"shard-input":         ShardInput{},
+	"shard-result":        ShardResult{},
+	"apply-input":         ApplyInput{},
 	"wait-turn-input":     WaitTurnInput{},
 	"wait-turn-result":    WaitTurnResult{},
 	"complete-input":      CompleteInput{},
@@ -78,7 +83,7 @@ func TestActivitySchemas(t *testing.T) {
 	}
 	// And the encoding agrees with the schema on a real value: a full
 	// TrainResult has exactly the schema's properties.
-	raw, _ := json.Marshal(TrainResult{Done: 3, Metrics: map[string]float64{"loss": 1}, Paused: true, WorkerQueue: "q"})
+	raw, _ := json.Marshal(TrainResult{Done: 3, Metrics: map[string]float64{"loss": 1}, Paused: true, WorkerQueue: "q", Checksum: 7})
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
 	props := schemaOf(reflect.TypeOf(TrainResult{}))["properties"].(map[string]any)
