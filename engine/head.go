@@ -5,12 +5,17 @@ import (
 	"github.com/trainyard/trainyard/engine/train"
 )
 
-// headChunkBytes bounds the logits held at once: 32 MiB is 170 rows of a 49,152-id vocabulary, 55 of
-// Qwen's 151,936, enough rows for the head's matrix product to run at full speed.
-const headChunkBytes = 32 << 20
+// headChunkBytes bounds the logits held at once, and headChunkMaxRows the rows. Every chunk streams the
+// whole head matrix (vocabulary × hidden, 175 MB in bf16 for Qwen's 151,936 ids at 576 wide), so chunks of
+// few rows make the head memory-bound: 128 MiB is 220 rows of Qwen's vocabulary (a third of the weight
+// traffic of 55-row chunks), 128 of Gemma 3's 262,144; smaller vocabularies stop at 256 rows.
+const (
+	headChunkBytes   = 128 << 20
+	headChunkMaxRows = 256
+)
 
 // headChunkRows is the number of rows whose logits are materialised at once.
-func headChunkRows(vocab int) int { return max(8, headChunkBytes/(4*vocab)) }
+func headChunkRows(vocab int) int { return max(8, min(headChunkMaxRows, headChunkBytes/(4*vocab))) }
 
 // coefFunc returns ∂loss/∂logp for rows lo..hi of a head evaluation, given those rows' logprobs and
 // entropies.
