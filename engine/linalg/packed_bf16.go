@@ -90,7 +90,7 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 		// The driver's panels are the stored ones.
 		pack = func(dst []float32, p0, kc, j0, _ int) { widenBF16(dst[:kc*p.nr], p.panel(p0, j0)) }
 	}
-	if m <= panelsMaxRows && panelTilesBF16[6] != nil && p.nr == 16 {
+	if tiles := panelTilesFor(p.nr); m <= panelsMaxRows && tiles != nil {
 		// A decoding batch streams W from memory and does few multiply-adds per byte: split by the bytes
 		// read when that gives more workers.
 		workers, release := acquireStreamWorkers(2 * n * k)
@@ -99,7 +99,7 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 			workers, release = acquireWorkers(m, n, k)
 		}
 		defer release()
-		sgemmRowGroups(workers, m, alpha, a, lda, p, beta, c, ldc)
+		sgemmRowGroups(tiles, workers, m, alpha, a, lda, p, beta, c, ldc)
 		return
 	}
 	workers, release := acquireWorkers(m, n, k)
@@ -169,19 +169,38 @@ func PackedBF16Bytes(n, k int) int64 { return 2 * int64(roundUp(n, kernelFor(n).
 // PackedBF16, widening the panel in registers: C = alpha·A·P + beta·C (beta 0: C is not read).
 var panelTilesBF16 [7]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
 
+// panelTile is one of those tiles.
+type panelTile = func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
+
+// panelTiles512BF16[m], where the CPU has AVX-512, is panelTilesBF16's counterpart for the 32-wide panels of
+// the AVX-512 kernel, for m ≤ 11 rows.
+var panelTiles512BF16 []panelTile
+
+// panelTilesFor returns the panel tiles for panels nr wide (index: rows), or nil where there are none.
+func panelTilesFor(nr int) []panelTile {
+	switch {
+	case nr == 16 && panelTilesBF16[6] != nil:
+		return panelTilesBF16[:]
+	case nr == 32 && panelTiles512BF16 != nil:
+		return panelTiles512BF16
+	}
+	return nil
+}
+
 // sgemmRowGroups is SgemmPackedBF16 for a decoding batch on AVX2: each worker takes a run of W's panels and,
 // block of k-steps by block, runs panelTilesBF16 over each panel with the rows of A in groups of up to 6 (A's
 // block, m × 256 values at most, stays in L1/L2; each panel block, 6 KiB at k = 576, in L1 while the groups
 // pass over it). A run's panels are contiguous within a block, so a worker streams W in long sequential
 // runs, and nothing is packed or widened into memory.
-func sgemmRowGroups(workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
 	n, k, nr := p.n, p.k, p.nr
 	colPanels := (n + nr - 1) / nr
 	per := max(1, min(16, colPanels/(4*workers)))
-	// Groups as even as 6 rows allow (32 rows: 5,5,5,5,6,6, not 6×5 and 2): a group of 2 does 4 FMAs per
-	// widened step, which the widening, not the FMA units, then bounds.
-	groups := (m + 5) / 6
-	var size [panelsMaxRows/6 + 1]int
+	// Groups as even as the tiles' rows allow (32 rows on AVX2's 6: 5,5,5,5,6,6, not 6×5 and 2): a group of 2
+	// does 4 FMAs per widened step, which the widening, not the FMA units, then bounds.
+	most := len(tiles) - 1
+	groups := (m + most - 1) / most
+	var size [panelsMaxRows]int
 	for g := range groups {
 		size[g] = m / groups
 		if g >= groups-m%groups {
@@ -190,7 +209,7 @@ func sgemmRowGroups(workers, m int, alpha float32, a []float32, lda int, p *Pack
 	}
 	parallelFor(workers, (colPanels+per-1)/per, func(_, u int) {
 		// The last panel's tiles, when n is not a multiple of 16: accumulated over the blocks, merged once.
-		var edge [panelsMaxRows * 16]float32
+		var edge [panelsMaxRows * 32]float32
 		lo, hi := u*per, min(colPanels, (u+1)*per)
 		for p0 := 0; p0 < k; p0 += p.kc {
 			kcur := min(p.kc, k-p0)
@@ -206,9 +225,9 @@ func sgemmRowGroups(workers, m int, alpha float32, a []float32, lda int, p *Pack
 				for g, i0 := 0, 0; g < groups; g++ {
 					rows := size[g]
 					if j0+nr <= n {
-						panelTilesBF16[rows](kcur, &a[i0*lda+p0], lda, panel, &c[i0*ldc+j0], ldc, alpha, bcur)
+						tiles[rows](kcur, &a[i0*lda+p0], lda, panel, &c[i0*ldc+j0], ldc, alpha, bcur)
 					} else {
-						panelTilesBF16[rows](kcur, &a[i0*lda+p0], lda, panel, &edge[i0*nr], nr, 1, acc)
+						tiles[rows](kcur, &a[i0*lda+p0], lda, panel, &edge[i0*nr], nr, 1, acc)
 					}
 					i0 += rows
 				}

@@ -80,6 +80,50 @@ func panel5x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc in
 // 16 columns of C (stride ldc), P k groups of 16 bfloat16 values.
 func panel6x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
+// panel1x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 1 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel1x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel2x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 2 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel2x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel3x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 3 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel3x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel4x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 4 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel4x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel5x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 5 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel5x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel6x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 6 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel6x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel7x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 7 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel7x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel8x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 8 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel8x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel9x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 9 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel9x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel10x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 10 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel10x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// panel11x32BF16AVX512 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 11 rows of A (stride lda) and
+// 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
+func panel11x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
 // packA6AVX2 packs chunks×8 k-steps of 6 rows of A (row stride lda) into dst as groups of 6 values, writing
 // 2 values past the last group.
 func packA6AVX2(dst *float32, src *float32, chunks int, lda int)

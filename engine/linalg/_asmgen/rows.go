@@ -91,6 +91,135 @@ func panelTiles() {
 	for mr := 1; mr <= 6; mr++ {
 		panelTile(mr)
 	}
+	for mr := 1; mr <= maxPanelRows512; mr++ {
+		panelTile512(mr)
+	}
+}
+
+// maxPanelRows512 is the most rows an AVX-512 panel tile takes: two accumulators per row, the panel's two
+// widened halves and a broadcast row would fit 14 in the 32 zmm registers, but avo's allocator finds none
+// past 11 (25 registers in the loop).
+const maxPanelRows512 = 11
+
+// panelTile512 is panelTile for AVX-512's 32-wide panels: each k-step widens 32 bfloat16 values into two
+// zmm registers and issues two FMAs per row.
+func panelTile512(mr int) {
+	name := fmt.Sprintf("panel%dx32BF16AVX512", mr)
+	TEXT(name, NOSPLIT, "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
+	Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
+		"32 columns of C (stride ldc), P k groups of 32 bfloat16 values.")
+	k := Load(Param("k"), GP64())
+	a := Load(Param("a"), GP64())
+	lda := Load(Param("lda"), GP64())
+	b := Load(Param("b"), GP64())
+	SHLQ(Imm(2), lda)
+	arow := make([]reg.GPVirtual, mr)
+	for i := range arow {
+		arow[i] = GP64()
+		if i == 0 {
+			MOVQ(a, arow[i])
+		} else {
+			LEAQ(Mem{Base: arow[i-1], Index: lda, Scale: 1}, arow[i])
+		}
+	}
+	sets := 1
+	if mr < 3 {
+		sets = 2
+	}
+	acc := make([][][2]reg.VecVirtual, sets)
+	for s := range acc {
+		acc[s] = make([][2]reg.VecVirtual, mr)
+		for i := range acc[s] {
+			for h := range 2 {
+				acc[s][i][h] = ZMM()
+				VPXORD(acc[s][i][h], acc[s][i][h], acc[s][i][h])
+			}
+		}
+	}
+	q := GP64()
+	XORQ(q, q)
+	step := func(u int) {
+		s := u % sets
+		b0, b1 := ZMM(), ZMM()
+		VPMOVZXWD(Mem{Base: b, Disp: 64 * u}, b0)
+		VPMOVZXWD(Mem{Base: b, Disp: 64*u + 32}, b1)
+		VPSLLD(Imm(16), b0, b0)
+		VPSLLD(Imm(16), b1, b1)
+		for i := range mr {
+			x := ZMM()
+			VBROADCASTSS(Mem{Base: arow[i], Index: q, Scale: 4, Disp: 4 * u}, x)
+			VFMADD231PS(b0, x, acc[s][i][0])
+			VFMADD231PS(b1, x, acc[s][i][1])
+		}
+	}
+	last := GP64()
+	MOVQ(k, last)
+	SUBQ(Imm(1), last) // pairs while q < k-1
+	Label(name + "_loop")
+	CMPQ(q, last)
+	JGE(LabelRef(name + "_tail"))
+	// As panelTile: the panels of a run follow each other; fetch 16 pairs of k-steps ahead.
+	PREFETCHT0(Mem{Base: b, Disp: 2048})
+	PREFETCHT0(Mem{Base: b, Disp: 2048 + 64})
+	step(0)
+	step(1)
+	ADDQ(Imm(2), q)
+	ADDQ(Imm(128), b)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_tail")
+	CMPQ(q, k)
+	JGE(LabelRef(name + "_sum"))
+	step(0)
+	Label(name + "_sum")
+	if sets == 2 {
+		for i := range mr {
+			for h := range 2 {
+				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
+			}
+		}
+	}
+	storeRows512(name, mr, acc[0], 48)
+}
+
+// storeRows512 is storeRows for rows of 32 values in two zmm registers.
+func storeRows512(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int) {
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(Imm(2), ldc)
+	alpha := ZMM()
+	VBROADCASTSS(NewParamAddr("alpha", alphaOff), alpha)
+	beta := GP32()
+	MOVL(NewParamAddr("beta", alphaOff+4), beta)
+	SHLL(Imm(1), beta) // drop the sign bit: -0 counts as zero too
+	JZ(LabelRef(name + "_overwrite"))
+	bv := ZMM()
+	VBROADCASTSS(NewParamAddr("beta", alphaOff+4), bv)
+	row := GP64()
+	MOVQ(c, row)
+	for i := range mr {
+		for h := range 2 {
+			VMULPS(alpha, acc[i][h], acc[i][h])
+			VFMADD231PS(Mem{Base: row, Disp: 64 * h}, bv, acc[i][h])
+			VMOVUPS(acc[i][h], Mem{Base: row, Disp: 64 * h})
+		}
+		if i+1 < mr {
+			ADDQ(ldc, row)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label(name + "_overwrite")
+	for i := range mr {
+		for h := range 2 {
+			VMULPS(alpha, acc[i][h], acc[i][h])
+			VMOVUPS(acc[i][h], Mem{Base: c, Disp: 64 * h})
+		}
+		if i+1 < mr {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
 }
 
 func panelTile(mr int) {
