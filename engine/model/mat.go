@@ -63,16 +63,17 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 }
 
 // mulTPass is MulT in a pass: with t, when set, taking part in a one-row bfloat16 product (a decoding step
-// of one sequence, see linalg.Team), and, in an inference pass (decoding, prefilling for chat) of fewer than
-// packedMinRows rows, a bfloat16 product through linalg.SgemmBF16Infer, which may use bfloat16 dot products.
-// From packedMinRows rows the packed matrix's panel tiles, widening bfloat16 in registers, are faster than
-// the dot products too: a decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary takes
-// 81 ms against 106 on 2 cores of an avx512_bf16 Xeon (BenchmarkDecodeRollouts' packed/32 and bf16dot/32).
+// of one sequence, see linalg.Team), and, in an inference pass (decoding, prefilling for chat), a bfloat16
+// product through linalg.SgemmBF16Infer, which may use bfloat16 dot products. From packedMinRows rows the
+// packed matrix's panel tiles take it instead where they beat the dot products (linalg.PanelsBeatDot: on an
+// avx512_bf16 Xeon a decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary takes 81 ms
+// against 106 on 2 cores, BenchmarkDecodeRollouts' packed/32 and bf16dot/32; on AMD's Zen 4 the dot
+// products win).
 func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
 	switch {
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
-	case m.BF16 != nil && infer && (m.packed == nil || n < packedMinRows):
+	case m.BF16 != nil && infer && (m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
 		linalg.SgemmBF16Infer(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 	default:
 		m.MulT(n, x, beta, y)
