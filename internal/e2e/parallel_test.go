@@ -177,3 +177,94 @@ func adapterTensors(ad *engine.Adapter) [][]float32 {
 	}
 	return out
 }
+
+// TestPauseAndCancelSpreadJob: a job whose steps are spread over two workers
+// pauses at a step boundary (training_paused right after a gradient_step,
+// nothing trained while PAUSED), resumes at the next step and completes with
+// every step once, each on two workers, its losses those of the same job
+// left alone up to float summation order; another is cancelled between two
+// steps and ends CANCELLED with training_failed last.
+func TestPauseAndCancelSpreadJob(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{Workflow: workflows.Options{MaxWorkers: 2}, Registry: true})
+	s.startWorker()
+	s.startWorker()
+	s.waitHolders(baseModel, 2)
+	up := s.mustCall("POST", "/v1/preview/files?project=e2e&name=dp-pause", sftJSONL(16))
+	job := func(model string) string {
+		return s.mustCall("POST", "/v1/preview/sft-training-jobs", map[string]any{
+			"model_id": model, "training_data_url": up["url"],
+			"config":              map[string]any{"batch_size": 4, "learning_rate": 1e-3},
+			"experimental_config": map[string]any{"num_epochs": 6, "shuffle": true, "seed": 7},
+		})["id"].(string)
+	}
+	src := s.createModel("dp-pause-source")
+	if j := s.waitJob(job(src), 2*time.Minute); j["status"] != "COMPLETED" {
+		t.Fatalf("warm-up job = %v", j)
+	}
+	fork := func(name string) string {
+		return s.mustCall("POST", "/v1/preview/models", map[string]any{"project": "e2e", "name": name, "base_model": baseModel,
+			"from_checkpoint": "wandb-artifact:///e2e/e2e/dp-pause-source:step1"})["id"].(string)
+	}
+	const steps = 24 // 16 conversations, batches of 4, 6 epochs
+	straight := s.waitJob(job(fork("dp-straight")), 3*time.Minute)
+	if straight["status"] != "COMPLETED" {
+		t.Fatalf("job left alone = %v", straight)
+	}
+	want := losses(s.events(straight["id"].(string)))
+
+	id := job(fork("dp-paused"))
+	base := "/v1/preview/training-jobs/" + id
+	s.waitEvents(id, 1+2, 2*time.Minute)
+	s.mustCall("POST", base+"/pause", nil)
+	paused := s.waitStatus(id, "PAUSED", time.Minute)
+	at := paused["current_step"].(float64)
+	evs := s.events(id)
+	if last := evs[len(evs)-1]; last.Type != "training_paused" || last.Data["step"] != at || len(losses(evs)) != int(at) {
+		t.Fatalf("paused at step %v; events end with %v", at, types(evs[max(0, len(evs)-3):]))
+	}
+	if at >= steps {
+		t.Fatal("the job finished before it was paused; make it longer")
+	}
+	time.Sleep(300 * time.Millisecond) // a paused job trains nothing
+	if n := len(s.events(id)); n != len(evs) {
+		t.Fatalf("%d events while PAUSED, %d when it paused", n, len(evs))
+	}
+	if r := s.mustCall("POST", base+"/resume", nil); r["status"] != "RUNNING" {
+		t.Fatalf("resume answered %v", r)
+	}
+	done := s.waitJob(id, 3*time.Minute)
+	if done["status"] != "COMPLETED" || done["current_step"] != float64(steps) || done["workers"] != float64(2) {
+		t.Fatalf("resumed job = %v", done)
+	}
+	evs = s.events(id)
+	got := losses(evs)
+	if len(evs) != steps+4 || len(got) != steps {
+		t.Fatalf("%d events with %d gradient steps, want %d and %d: %v", len(evs), len(got), steps+4, steps, types(evs))
+	}
+	for i := range want {
+		if math.Abs(want[i]-got[i]) > 1e-4*math.Max(1, math.Abs(want[i])) {
+			t.Errorf("step %d: loss %v left alone, %v paused", i+1, want[i], got[i])
+		}
+	}
+	spread := 0
+	for _, e := range evs {
+		if e.Type == "gradient_step" && e.Data["num_workers"] == float64(2) {
+			spread++
+		}
+	}
+	if spread == 0 {
+		t.Fatal("no step of the paused job was spread over the two workers")
+	}
+
+	long := job(fork("dp-cancelled"))
+	s.waitEvents(long, 1+2, 2*time.Minute)
+	s.mustCall("POST", "/v1/preview/training-jobs/"+long+"/cancel", nil)
+	if j := s.waitJob(long, time.Minute); j["status"] != "CANCELLED" {
+		t.Fatalf("cancelled job = %v", j)
+	}
+	evs = s.events(long)
+	if last := evs[len(evs)-1]; last.Type != "training_failed" || len(losses(evs)) >= steps {
+		t.Fatalf("events of the cancelled job: %v", types(evs))
+	}
+}

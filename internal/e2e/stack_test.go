@@ -153,11 +153,15 @@ func (s *stack) activities() *activities.Activities {
 	if s.workerDB != nil {
 		db = s.workerDB
 	}
-	acts, err := activities.New(activities.Deps{
+	deps := activities.Deps{
 		Jobs: db, Events: db, Models: db, Blobs: s.blobs, Queue: db, Workflows: s.wf,
 		Bases: sharedBases, Files: s.blobs, Logger: s.log,
 		HTTP: activities.NewFetchClient(activities.AddressPolicy{AllowLocal: true}), // test servers listen on loopback
-	}, cfg)
+	}
+	if s.opts.Registry {
+		deps.Workers = db
+	}
+	acts, err := activities.New(deps, cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -167,10 +171,16 @@ func (s *stack) activities() *activities.Activities {
 // sharedBases loads tiny-chat once for every in-process worker.
 var sharedBases = catalog.New(nil)
 
-// startWorker runs a worker in the test process until the test ends.
+// startWorker runs a worker in the test process until the test ends. With
+// the stack's Registry option it announces itself in the worker registry
+// and looks other workers up there.
 func (s *stack) startWorker() *worker.Worker {
 	s.t.Helper()
-	w, err := worker.New(s.tc, s.activities(), worker.Config{TaskQueue: s.queue, StopTimeout: 5 * time.Second}, s.log)
+	cfg := worker.Config{TaskQueue: s.queue, StopTimeout: 5 * time.Second}
+	if s.opts.Registry {
+		cfg.Registry = s.db
+	}
+	w, err := worker.New(s.tc, s.activities(), cfg, s.log)
 	if err != nil {
 		s.t.Fatal(err)
 	}
