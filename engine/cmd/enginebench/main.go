@@ -227,10 +227,11 @@ func inferWork(sh shape, prompt, steps int) error {
 	if err != nil {
 		return err
 	}
-	w, err := model.NewRandomWeights(cfg, model.BF16, 1) // as engine.NewRandomBase and OpenDir hold a base
+	w, err := model.NewRandomWeights(cfg, model.BF16, 1)
 	if err != nil {
 		return err
 	}
+	w.Pack() // as engine.NewRandomBase and OpenDir hold a base
 	rng := rand.New(rand.NewSource(3))
 	ids := make([]int, prompt)
 	for i := range ids {
