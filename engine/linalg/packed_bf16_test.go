@@ -21,6 +21,7 @@ func TestSgemmPackedBF16(t *testing.T) {
 		{1, 300, 70}, {2, 17, 16}, {5, 33, 300}, {6, 16, 256}, {7, 1536, 576}, {32, 151, 576}, {14, 40, 257},
 		{33, 1000, 900}, {64, 129, 64}, {200, 96, 48}, {3, 1, 5}, {9, 5, 1},
 		{4, 40, 64}, {8, 33, 100}, {96, 64, 40}, {23, 70, 33}, {10, 64, 2}, {11, 65, 3}, // every AVX-512 panel tile
+		{128, 70, 96}, {256, 33, 40}, {257, 40, 20}, // a prompt through the AVX-512 row groups, and one row past them
 	} {
 		lda, ldw, ldc := tc.k+1, tc.k+3, tc.n+2
 		a := randVec(rng, tc.m*lda)
