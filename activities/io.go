@@ -76,8 +76,10 @@ type TrainResult struct {
 	// chunk and keeps the job's state in memory: the next chunk goes there.
 	WorkerQueue string `json:",omitempty"`
 	// Checksum is the adapter's checksum after a data-parallel step
-	// (ApplyStep), which the next step's shard workers catch up to.
-	Checksum uint32 `json:",omitempty"`
+	// (ApplyStep), which the next step's shard workers catch up to, and
+	// StateBytes the size of the state ApplyStep stored.
+	Checksum   uint32 `json:",omitempty"`
+	StateBytes int64  `json:",omitempty"`
 }
 
 // CompleteInput asks to record a job's checkpoint and close it successfully.

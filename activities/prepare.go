@@ -117,6 +117,15 @@ func (a *Activities) activeJob(ctx context.Context, jobID string) (*trainyard.Jo
 	return job, nil
 }
 
+// jobBase opens the base model of the job's model.
+func (a *Activities) jobBase(ctx context.Context, job *trainyard.Job) (*engine.Base, error) {
+	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
+	if err != nil {
+		return nil, classify(err, "load the job's model")
+	}
+	return a.base(ctx, model.BaseModel)
+}
+
 // base opens the model's base model.
 func (a *Activities) base(ctx context.Context, name string) (*engine.Base, error) {
 	b, err := a.d.Bases.Base(ctx, name)

@@ -83,7 +83,7 @@ func TestActivitySchemas(t *testing.T) {
 	}
 	// And the encoding agrees with the schema on a real value: a full
 	// TrainResult has exactly the schema's properties.
-	raw, _ := json.Marshal(TrainResult{Done: 3, Metrics: map[string]float64{"loss": 1}, Paused: true, WorkerQueue: "q", Checksum: 7})
+	raw, _ := json.Marshal(TrainResult{Done: 3, Metrics: map[string]float64{"loss": 1}, Paused: true, WorkerQueue: "q", Checksum: 7, StateBytes: 9})
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
 	props := schemaOf(reflect.TypeOf(TrainResult{}))["properties"].(map[string]any)

@@ -88,6 +88,8 @@ type PreviousStep struct {
 	Done     int
 	Shards   []ShardResult
 	Checksum uint32
+	// StateBytes is the size of the state stored after it.
+	StateBytes int64
 }
 
 // ShardResult is a shard's contribution: the sums of its statistics (its
@@ -129,11 +131,7 @@ func (a *Activities) Gradient(ctx context.Context, in ShardInput) (*ShardResult,
 	defer release()
 	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, in.Done)
 	defer ka.close()
-	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
-	if err != nil {
-		return nil, classify(err, "load the job's model")
-	}
-	base, err := a.base(ctx, model.BaseModel)
+	base, err := a.jobBase(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -189,18 +187,14 @@ func (a *Activities) shardState(ctx context.Context, job *trainyard.Job, base *e
 	case st != nil && at == in.Done:
 		telemetry.StateCacheHits.Inc()
 		return st, 0, nil
-	case st != nil && at == in.Done-1 && in.Previous != nil && in.Previous.Done == at && catchUpCheaper(st, in.Previous):
+	case st != nil && at == in.Done-1 && in.Previous != nil && in.Previous.Done == at && catchUpCheaper(in.Previous):
 		tr := engine.NewTrainer(base, st.adapter, st.opt)
-		gs := make([]*engine.Gradient, len(in.Previous.Shards))
-		for i, s := range in.Previous.Shards {
-			g, read, err := a.readGradient(ctx, tr, job.ID, at, i, s.Sums)
-			caughtUp += read
-			if err != nil {
-				return a.shardStateStored(ctx, job, base, p, in, caughtUp, err)
-			}
-			gs[i] = g
+		gs, read, err := a.readGradients(ctx, tr, job.ID, at, in.Previous.Shards)
+		caughtUp += read
+		if err != nil {
+			return a.shardStateStored(ctx, job, base, p, in, caughtUp, err)
 		}
-		_, err := tr.ApplyGradients(p.Kind == trainyard.JobKindRL, gs, in.Previous.Shards[0].N, adamW(p.Steps[at].LearningRate))
+		_, err = tr.ApplyGradients(p.Kind == trainyard.JobKindRL, gs, in.Previous.Shards[0].N, adamW(p.Steps[at].LearningRate))
 		if err == nil && st.adapter.Checksum() != in.Previous.Checksum {
 			err = fmt.Errorf("adapter checksum %08x after catching up, the applied step's is %08x", st.adapter.Checksum(), in.Previous.Checksum)
 		}
@@ -215,14 +209,13 @@ func (a *Activities) shardState(ctx context.Context, job *trainyard.Job, base *e
 }
 
 // catchUpCheaper reports whether reading the previous step's gradients
-// costs less than reading the stored state.
-func catchUpCheaper(st *trainState, prev *PreviousStep) bool {
+// costs less than reading the state stored after it.
+func catchUpCheaper(prev *PreviousStep) bool {
 	var grads int64
 	for _, s := range prev.Shards {
 		grads += s.Bytes
 	}
-	size, err := stateSize(st)
-	return err == nil && grads <= size
+	return grads <= prev.StateBytes
 }
 
 // shardStateStored reads the stored state after a failed catch-up.
@@ -332,11 +325,7 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 	defer release()
 	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, in.Done)
 	defer ka.close()
-	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
-	if err != nil {
-		return nil, classify(err, "load the job's model")
-	}
-	base, err := a.base(ctx, model.BaseModel)
+	base, err := a.jobBase(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -347,25 +336,25 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 		return nil, err
 	}
 	tr := engine.NewTrainer(base, st.adapter, st.opt)
-	gs := make([]*engine.Gradient, len(in.Shards))
-	var exchanged int64 // gradients written and read back, state read by shards and stored for them
-	for i, s := range in.Shards {
-		var read int64
-		if gs[i], read, err = a.readGradient(ctx, tr, job.ID, in.Done, i, s.Sums); err != nil {
-			return nil, err
-		}
-		exchanged += s.Bytes + read + s.StateBytes
+	gs, exchanged, err := a.readGradients(ctx, tr, job.ID, in.Done, in.Shards)
+	if err != nil {
+		return nil, err
+	}
+	// Besides the gradients read back: those written, the state read by
+	// the shards, and the state stored for the next step's.
+	for _, s := range in.Shards {
+		exchanged += s.Bytes + s.StateBytes
 	}
 	stats, err := tr.ApplyGradients(p.Kind == trainyard.JobKindRL, gs, n, adamW(p.Steps[in.Done].LearningRate))
 	if err != nil {
 		return nil, classify(err, fmt.Sprintf("gradient step %d", in.Done+1))
 	}
 	// The state stored below is what the next step's other shards read.
-	size, err := stateSize(st)
+	files, err := encodeState(st)
 	if err != nil {
 		return nil, err
 	}
-	exchanged += size
+	exchanged += files.size()
 	stats["num_workers"], stats["exchanged_bytes"] = float64(len(in.Shards)), float64(exchanged)
 	metrics, err := stepMetrics(p.Steps[in.Done], stats, in.Done+1)
 	if err != nil {
@@ -376,7 +365,7 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 	if err := a.recordStep(ctx, job.ID, runID, done, in.EventOffset, metrics, true); err != nil {
 		return nil, err
 	}
-	if err := a.persist(ctx, job, st, ka, in.BaseStep, done, total); err != nil {
+	if err := a.persistFiles(ctx, job, files, ka, in.BaseStep, done, total); err != nil {
 		return nil, err
 	}
 	telemetry.StepDuration.WithLabelValues(string(job.Kind)).Observe(stats["num_tokens"] / stats["tokens_per_second"])
@@ -395,7 +384,7 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 	}
 	a.d.Logger.Info("data-parallel step done", zap.String("job_id", job.ID), zap.Int("done", done), zap.Int("total", total),
 		zap.Int("shards", len(in.Shards)), zap.Float64("loss", metrics["loss"]), zap.Int64("exchanged_bytes", exchanged))
-	return &TrainResult{Done: done, Metrics: metrics, WorkerQueue: workerQueue(ctx), Checksum: st.adapter.Checksum()}, nil
+	return &TrainResult{Done: done, Metrics: metrics, WorkerQueue: workerQueue(ctx), Checksum: st.adapter.Checksum(), StateBytes: files.size()}, nil
 }
 
 // dropGradients deletes the gradient files of the step after done.
@@ -403,6 +392,22 @@ func (a *Activities) dropGradients(ctx context.Context, jobID string, done int) 
 	if err := a.d.Blobs.DeleteJobFilesWithPrefix(ctx, jobID, stateFile(done, "grad-")); err != nil {
 		a.d.Logger.Warn("could not delete a step's shard gradients", zap.String("job_id", jobID), zap.Int("step", done+1), zap.Error(err))
 	}
+}
+
+// readGradients reads the gradients of the step after done, in shard
+// order, and says how many bytes it read.
+func (a *Activities) readGradients(ctx context.Context, tr *engine.Trainer, jobID string, done int, shards []ShardResult) ([]*engine.Gradient, int64, error) {
+	gs := make([]*engine.Gradient, len(shards))
+	var read int64
+	for i, s := range shards {
+		g, n, err := a.readGradient(ctx, tr, jobID, done, i, s.Sums)
+		read += n
+		if err != nil {
+			return nil, read, err
+		}
+		gs[i] = g
+	}
+	return gs, read, nil
 }
 
 // readGradient reads shard i's gradient of the step after done and says how
@@ -425,25 +430,6 @@ func (a *Activities) readGradient(ctx context.Context, tr *engine.Trainer, jobID
 		return nil, cr.n, classify(err, fmt.Sprintf("read shard %d's gradient", i))
 	}
 	return g, cr.n, nil
-}
-
-// stateSize is the size of the state's stored files.
-func stateSize(st *trainState) (int64, error) {
-	var c countingWriter
-	if err := st.adapter.WriteWeights(&c); err != nil {
-		return 0, fmt.Errorf("encode adapter: %w", err)
-	}
-	if err := st.opt.Write(&c); err != nil {
-		return 0, fmt.Errorf("encode optimizer state: %w", err)
-	}
-	return int64(c), nil
-}
-
-type countingWriter int64
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	*c += countingWriter(len(p))
-	return len(p), nil
 }
 
 // ErrShardMissing types ApplyStep's error when a shard's gradient file is

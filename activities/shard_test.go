@@ -81,7 +81,7 @@ func TestShardedStepsMatchTrain(t *testing.T) {
 		if r.Done != done+1 || r.Metrics["num_workers"] != 2 || r.Metrics["exchanged_bytes"] <= 0 || r.Checksum == 0 {
 			t.Fatalf("step %d: ApplyStep = %+v", done+1, r)
 		}
-		prev = &PreviousStep{Done: done, Shards: apply.Shards, Checksum: r.Checksum}
+		prev = &PreviousStep{Done: done, Shards: apply.Shards, Checksum: r.Checksum, StateBytes: r.StateBytes}
 		if done == 0 {
 			var again TrainResult
 			must(t, f.run(t, f.acts.ApplyStep, apply, &again))

@@ -103,25 +103,42 @@ func (a *Activities) loadState(ctx context.Context, job *trainyard.Job, base *en
 	return st, nil
 }
 
-// saveState stores the state after done steps: with the job, or as the new
-// checkpoint's objects after the last step. A checkpoint row that already
-// exists means the objects are final: they are left alone.
-func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, st *trainState, baseStep, done, total int) error {
+// stateFiles are a training state's stored files, encoded.
+type stateFiles []struct {
+	name string
+	data []byte
+}
+
+// size is the bytes the files take.
+func (fs stateFiles) size() int64 {
+	var n int64
+	for _, f := range fs {
+		n += int64(len(f.data))
+	}
+	return n
+}
+
+// encodeState encodes the state's files: optimizer state, adapter config
+// and adapter weights.
+func encodeState(st *trainState) (stateFiles, error) {
 	var weights, opt bytes.Buffer
 	if err := st.adapter.WriteWeights(&weights); err != nil {
-		return fmt.Errorf("encode adapter: %w", err)
+		return nil, fmt.Errorf("encode adapter: %w", err)
 	}
 	if err := st.opt.Write(&opt); err != nil {
-		return fmt.Errorf("encode optimizer state: %w", err)
+		return nil, fmt.Errorf("encode optimizer state: %w", err)
 	}
 	cfg, err := st.adapter.ConfigJSON()
 	if err != nil {
-		return fmt.Errorf("encode adapter config: %w", err)
+		return nil, fmt.Errorf("encode adapter config: %w", err)
 	}
-	files := []struct {
-		name string
-		data []byte
-	}{{trainyard.OptimizerStateFile, opt.Bytes()}, {trainyard.AdapterConfigFile, cfg}, {trainyard.AdapterWeightsFile, weights.Bytes()}}
+	return stateFiles{{trainyard.OptimizerStateFile, opt.Bytes()}, {trainyard.AdapterConfigFile, cfg}, {trainyard.AdapterWeightsFile, weights.Bytes()}}, nil
+}
+
+// saveState stores the encoded state after done steps: with the job, or as
+// the new checkpoint's objects after the last step. A checkpoint row that
+// already exists means the objects are final: they are left alone.
+func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, files stateFiles, baseStep, done, total int) error {
 	for _, f := range files {
 		telemetry.StateBytes.Add(float64(len(f.data)))
 	}

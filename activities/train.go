@@ -71,11 +71,7 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		return nil, err
 	}
 	defer release()
-	model, err := a.d.Models.FindModel(ctx, job.AccountID, job.ModelID)
-	if err != nil {
-		return nil, classify(err, "load the job's model")
-	}
-	base, err := a.base(ctx, model.BaseModel)
+	base, err := a.jobBase(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +178,16 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 // the new checkpoint after the last step), records how far it reaches in
 // the job row and heartbeats it, so any retry resumes from there.
 func (a *Activities) persist(ctx context.Context, job *trainyard.Job, st *trainState, ka *keepAlive, baseStep, done, total int) error {
-	if err := a.saveState(ctx, job, st, baseStep, done, total); err != nil {
+	files, err := encodeState(st)
+	if err != nil {
+		return err
+	}
+	return a.persistFiles(ctx, job, files, ka, baseStep, done, total)
+}
+
+// persistFiles is persist for a state already encoded.
+func (a *Activities) persistFiles(ctx context.Context, job *trainyard.Job, files stateFiles, ka *keepAlive, baseStep, done, total int) error {
+	if err := a.saveState(ctx, job, files, baseStep, done, total); err != nil {
 		return err
 	}
 	if err := a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{SavedStep: &done}); err != nil {

@@ -73,7 +73,7 @@ func (j *job) parallelStep(ctx workflow.Context, in activities.TrainInput, worke
 		}
 		j.sticky = r.WorkerQueue
 		j.progress.Workers = K
-		j.prev = &activities.PreviousStep{Done: in.Done, Shards: shards, Checksum: r.Checksum}
+		j.prev = &activities.PreviousStep{Done: in.Done, Shards: shards, Checksum: r.Checksum, StateBytes: r.StateBytes}
 		return &r, nil
 	}
 }
