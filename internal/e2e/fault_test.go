@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/activities"
 	"github.com/trainyard/trainyard/internal/testutil/enginetest"
 	"github.com/trainyard/trainyard/workflows"
@@ -50,15 +48,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	}
 	evs = s.events(id)
 	checkEvents(t, evs, steps, "training_ended")
-	stored, err := s.db.ListEvents(context.Background(), id, trainyard.ListOptions{Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range stored.Items {
-		if e.Seq != i+1 {
-			t.Fatalf("event %d has seq %d: the sequence has a gap or a duplicate", i, e.Seq)
-		}
-	}
+	s.checkGaplessSeqs(id)
 	if got := fmt.Sprint(s.checkpointSteps(model)); got != "[1]" {
 		t.Fatalf("checkpoints = %s, want exactly [1]", got)
 	}

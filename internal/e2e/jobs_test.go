@@ -44,6 +44,21 @@ func checkEvents(t *testing.T, evs []event, steps int, last string) {
 	}
 }
 
+// checkGaplessSeqs checks that the job's stored events are numbered 1, 2, …
+// with no gap and no duplicate.
+func (s *stack) checkGaplessSeqs(jobID string) {
+	s.t.Helper()
+	stored, err := s.db.ListEvents(context.Background(), jobID, trainyard.ListOptions{Limit: 100})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for i, e := range stored.Items {
+		if e.Seq != i+1 {
+			s.t.Fatalf("event %d has seq %d: the sequence has a gap or a duplicate", i, e.Seq)
+		}
+	}
+}
+
 func types(evs []event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {

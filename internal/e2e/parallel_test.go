@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/trainyard/trainyard"
 	"github.com/trainyard/trainyard/engine"
 	"github.com/trainyard/trainyard/engine/safetensors"
 	"github.com/trainyard/trainyard/internal/devstack"
@@ -123,15 +122,7 @@ func TestDataParallelJobAcrossWorkerProcesses(t *testing.T) {
 	}
 	evs = s.events(id)
 	checkEvents(t, evs, steps, "training_ended")
-	stored, err := s.db.ListEvents(context.Background(), id, trainyard.ListOptions{Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range stored.Items {
-		if e.Seq != i+1 {
-			t.Fatalf("event %d has seq %d: the sequence has a gap or a duplicate", i, e.Seq)
-		}
-	}
+	s.checkGaplessSeqs(id)
 	if cps := fmt.Sprint(s.checkpointSteps(spread)); cps != "[0 1]" {
 		t.Fatalf("checkpoints = %s, want the fork's [0 1]", cps)
 	}
