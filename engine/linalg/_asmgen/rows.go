@@ -77,37 +77,52 @@ func rowTile(mr int) {
 		}
 	}
 
-	storeRows(name, mr, acc[0], 40)
+	storeRows(name, mr, acc[0], 40, YMM, 32)
 }
 
-// panelTiles writes panel<mr>x16BF16AVX2 for mr = 1..6: C = alpha·A·P + beta·C for mr rows of A (float32,
-// row-major, stride lda) and one packed panel P of bfloat16 weights (k groups of 16 values, PackedBF16's
-// layout), widening P in registers. A decoding batch streams the weights and does few multiply-adds per
-// byte: widening each panel into a buffer first and packing A, as the blocked kernel needs, cost more than
-// the product for a few rows (2 rows of 1536 × 576: about twice the time of the row-major tiles), and even
-// at 32 rows the widening pass was a sixth of the step. With 6 rows a step is 12 FMAs against 2 widening
-// loads and 2 shifts, which run beside the FMAs.
+// panelTiles writes panel<mr>x16BF16AVX2 for mr = 1..6 and panel<mr>x32BF16AVX512 for mr = 1..11: C =
+// alpha·A·P + beta·C for mr rows of A (float32, row-major, stride lda) and one packed panel P of bfloat16
+// weights (k groups of 16 or 32 values, PackedBF16's layout for the ISA's kernel), widening P in registers.
+// A decoding batch streams the weights and does few multiply-adds per byte: widening each panel into a
+// buffer first and packing A, as the blocked kernel needs, cost more than the product for a few rows (2 rows
+// of 1536 × 576: about twice the time of the row-major tiles), and even at 32 rows the widening pass was a
+// sixth of the step. With 6 rows a step is 12 FMAs against 2 widening loads and 2 shifts, which run beside
+// the FMAs.
 func panelTiles() {
-	for mr := 1; mr <= 6; mr++ {
-		panelTile(mr)
-	}
-	for mr := 1; mr <= maxPanelRows512; mr++ {
-		panelTile512(mr)
+	for _, is := range []panelISA{panelAVX2, panelAVX512} {
+		for mr := 1; mr <= is.maxRows; mr++ {
+			panelTile(is, mr)
+		}
 	}
 }
 
-// maxPanelRows512 is the most rows an AVX-512 panel tile takes: two accumulators per row, the panel's two
-// widened halves and a broadcast row would fit 14 in the 32 zmm registers, but avo's allocator finds none
-// past 11 (25 registers in the loop).
-const maxPanelRows512 = 11
+// panelISA is one instruction set's form of the panel tiles: a panel is two vectors of float32 wide.
+type panelISA struct {
+	name    string
+	cols    int // a panel's width: 2 vectors of cols/2 float32 values
+	maxRows int // rows of A a tile takes at most: two accumulators per row fill the registers
+	vec     func() reg.VecVirtual
+	zero    func(v reg.VecVirtual)
+	// prefetch are the offsets, from B's current pair of k-steps, fetched once per pair: 16 pairs ahead,
+	// into the next panel near the end of this one (the panels of a run follow each other in memory).
+	prefetch []int
+}
 
-// panelTile512 is panelTile for AVX-512's 32-wide panels: each k-step widens 32 bfloat16 values into two
-// zmm registers and issues two FMAs per row.
-func panelTile512(mr int) {
-	name := fmt.Sprintf("panel%dx32BF16AVX512", mr)
+var (
+	panelAVX2 = panelISA{name: "AVX2", cols: 16, maxRows: 6, vec: YMM,
+		zero: func(v reg.VecVirtual) { VXORPS(v, v, v) }, prefetch: []int{1024}}
+	// 11 rows: two accumulators per row, the panel's two widened halves and a broadcast row would fit 14 in
+	// the 32 zmm registers, but avo's allocator finds none past 11 (25 registers in the loop).
+	panelAVX512 = panelISA{name: "AVX512", cols: 32, maxRows: 11, vec: ZMM,
+		zero: func(v reg.VecVirtual) { VPXORD(v, v, v) }, prefetch: []int{2048, 2048 + 64}}
+)
+
+func panelTile(is panelISA, mr int) {
+	name := fmt.Sprintf("panel%dx%dBF16%s", mr, is.cols, is.name)
+	half := is.cols / 2 // values of a widened vector
 	TEXT(name, NOSPLIT, "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
 	Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
-		"32 columns of C (stride ldc), P k groups of 32 bfloat16 values.")
+		fmt.Sprintf("%d columns of C (stride ldc), P k groups of %d bfloat16 values.", is.cols, is.cols))
 	k := Load(Param("k"), GP64())
 	a := Load(Param("a"), GP64())
 	lda := Load(Param("lda"), GP64())
@@ -131,127 +146,8 @@ func panelTile512(mr int) {
 		acc[s] = make([][2]reg.VecVirtual, mr)
 		for i := range acc[s] {
 			for h := range 2 {
-				acc[s][i][h] = ZMM()
-				VPXORD(acc[s][i][h], acc[s][i][h], acc[s][i][h])
-			}
-		}
-	}
-	q := GP64()
-	XORQ(q, q)
-	step := func(u int) {
-		s := u % sets
-		b0, b1 := ZMM(), ZMM()
-		VPMOVZXWD(Mem{Base: b, Disp: 64 * u}, b0)
-		VPMOVZXWD(Mem{Base: b, Disp: 64*u + 32}, b1)
-		VPSLLD(Imm(16), b0, b0)
-		VPSLLD(Imm(16), b1, b1)
-		for i := range mr {
-			x := ZMM()
-			VBROADCASTSS(Mem{Base: arow[i], Index: q, Scale: 4, Disp: 4 * u}, x)
-			VFMADD231PS(b0, x, acc[s][i][0])
-			VFMADD231PS(b1, x, acc[s][i][1])
-		}
-	}
-	last := GP64()
-	MOVQ(k, last)
-	SUBQ(Imm(1), last) // pairs while q < k-1
-	Label(name + "_loop")
-	CMPQ(q, last)
-	JGE(LabelRef(name + "_tail"))
-	// As panelTile: the panels of a run follow each other; fetch 16 pairs of k-steps ahead.
-	PREFETCHT0(Mem{Base: b, Disp: 2048})
-	PREFETCHT0(Mem{Base: b, Disp: 2048 + 64})
-	step(0)
-	step(1)
-	ADDQ(Imm(2), q)
-	ADDQ(Imm(128), b)
-	JMP(LabelRef(name + "_loop"))
-	Label(name + "_tail")
-	CMPQ(q, k)
-	JGE(LabelRef(name + "_sum"))
-	step(0)
-	Label(name + "_sum")
-	if sets == 2 {
-		for i := range mr {
-			for h := range 2 {
-				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
-			}
-		}
-	}
-	storeRows512(name, mr, acc[0], 48)
-}
-
-// storeRows512 is storeRows for rows of 32 values in two zmm registers.
-func storeRows512(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int) {
-	c := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
-	SHLQ(Imm(2), ldc)
-	alpha := ZMM()
-	VBROADCASTSS(NewParamAddr("alpha", alphaOff), alpha)
-	beta := GP32()
-	MOVL(NewParamAddr("beta", alphaOff+4), beta)
-	SHLL(Imm(1), beta) // drop the sign bit: -0 counts as zero too
-	JZ(LabelRef(name + "_overwrite"))
-	bv := ZMM()
-	VBROADCASTSS(NewParamAddr("beta", alphaOff+4), bv)
-	row := GP64()
-	MOVQ(c, row)
-	for i := range mr {
-		for h := range 2 {
-			VMULPS(alpha, acc[i][h], acc[i][h])
-			VFMADD231PS(Mem{Base: row, Disp: 64 * h}, bv, acc[i][h])
-			VMOVUPS(acc[i][h], Mem{Base: row, Disp: 64 * h})
-		}
-		if i+1 < mr {
-			ADDQ(ldc, row)
-		}
-	}
-	VZEROUPPER()
-	RET()
-	Label(name + "_overwrite")
-	for i := range mr {
-		for h := range 2 {
-			VMULPS(alpha, acc[i][h], acc[i][h])
-			VMOVUPS(acc[i][h], Mem{Base: c, Disp: 64 * h})
-		}
-		if i+1 < mr {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
-}
-
-func panelTile(mr int) {
-	name := fmt.Sprintf("panel%dx16BF16AVX2", mr)
-	TEXT(name, NOSPLIT, "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
-	Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
-		"16 columns of C (stride ldc), P k groups of 16 bfloat16 values.")
-	k := Load(Param("k"), GP64())
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	b := Load(Param("b"), GP64())
-	SHLQ(Imm(2), lda)
-	arow := make([]reg.GPVirtual, mr)
-	for i := range arow {
-		arow[i] = GP64()
-		if i == 0 {
-			MOVQ(a, arow[i])
-		} else {
-			LEAQ(Mem{Base: arow[i-1], Index: lda, Scale: 1}, arow[i])
-		}
-	}
-	sets := 1
-	if mr < 3 {
-		sets = 2
-	}
-	acc := make([][][2]reg.VecVirtual, sets)
-	for s := range acc {
-		acc[s] = make([][2]reg.VecVirtual, mr)
-		for i := range acc[s] {
-			for h := range 2 {
-				acc[s][i][h] = YMM()
-				VXORPS(acc[s][i][h], acc[s][i][h], acc[s][i][h])
+				acc[s][i][h] = is.vec()
+				is.zero(acc[s][i][h])
 			}
 		}
 	}
@@ -260,13 +156,13 @@ func panelTile(mr int) {
 	// Step u of a pair of k-values accumulates into set u % sets; pairs halve the loop's branches.
 	step := func(u int) {
 		s := u % sets
-		b0, b1 := YMM(), YMM()
-		VPMOVZXWD(Mem{Base: b, Disp: 32 * u}, b0)
-		VPMOVZXWD(Mem{Base: b, Disp: 32*u + 16}, b1)
+		b0, b1 := is.vec(), is.vec()
+		VPMOVZXWD(Mem{Base: b, Disp: 2 * is.cols * u}, b0)
+		VPMOVZXWD(Mem{Base: b, Disp: 2*is.cols*u + 2*half}, b1)
 		VPSLLD(Imm(16), b0, b0)
 		VPSLLD(Imm(16), b1, b1)
 		for i := range mr {
-			x := YMM()
+			x := is.vec()
 			VBROADCASTSS(Mem{Base: arow[i], Index: q, Scale: 4, Disp: 4 * u}, x)
 			VFMADD231PS(b0, x, acc[s][i][0])
 			VFMADD231PS(b1, x, acc[s][i][1])
@@ -278,13 +174,13 @@ func panelTile(mr int) {
 	Label(name + "_loop")
 	CMPQ(q, last)
 	JGE(LabelRef(name + "_tail"))
-	// The panels of a run follow each other in memory: fetch 16 pairs of k-steps ahead, into the next panel
-	// near the end of this one.
-	PREFETCHT0(Mem{Base: b, Disp: 1024})
+	for _, off := range is.prefetch {
+		PREFETCHT0(Mem{Base: b, Disp: off})
+	}
 	step(0)
 	step(1)
 	ADDQ(Imm(2), q)
-	ADDQ(Imm(64), b)
+	ADDQ(Imm(uint64(4*is.cols)), b)
 	JMP(LabelRef(name + "_loop"))
 	Label(name + "_tail")
 	CMPQ(q, k)
@@ -298,30 +194,31 @@ func panelTile(mr int) {
 			}
 		}
 	}
-	storeRows(name, mr, acc[0], 48)
+	storeRows(name, mr, acc[0], 48, is.vec, 4*half)
 }
 
-// storeRows writes C = alpha·acc + beta·C for mr rows of 16 values (beta 0: C is not read) and returns;
-// alpha is the float32 argument at byte offset alphaOff of the frame, beta the one after it.
-func storeRows(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int) {
+// storeRows writes C = alpha·acc + beta·C for mr rows of two vectors (vec registers of width bytes; beta 0:
+// C is not read) and returns; alpha is the float32 argument at byte offset alphaOff of the frame, beta the
+// one after it.
+func storeRows(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int, vec func() reg.VecVirtual, width int) {
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	SHLQ(Imm(2), ldc)
-	alpha := YMM()
+	alpha := vec()
 	VBROADCASTSS(NewParamAddr("alpha", alphaOff), alpha)
 	beta := GP32()
 	MOVL(NewParamAddr("beta", alphaOff+4), beta)
 	SHLL(Imm(1), beta) // drop the sign bit: -0 counts as zero too
 	JZ(LabelRef(name + "_overwrite"))
-	bv := YMM()
+	bv := vec()
 	VBROADCASTSS(NewParamAddr("beta", alphaOff+4), bv)
 	row := GP64()
 	MOVQ(c, row)
 	for i := range mr {
 		for h := range 2 {
 			VMULPS(alpha, acc[i][h], acc[i][h])
-			VFMADD231PS(Mem{Base: row, Disp: 32 * h}, bv, acc[i][h])
-			VMOVUPS(acc[i][h], Mem{Base: row, Disp: 32 * h})
+			VFMADD231PS(Mem{Base: row, Disp: width * h}, bv, acc[i][h])
+			VMOVUPS(acc[i][h], Mem{Base: row, Disp: width * h})
 		}
 		if i+1 < mr {
 			ADDQ(ldc, row)
@@ -333,7 +230,7 @@ func storeRows(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int) {
 	for i := range mr {
 		for h := range 2 {
 			VMULPS(alpha, acc[i][h], acc[i][h])
-			VMOVUPS(acc[i][h], Mem{Base: c, Disp: 32 * h})
+			VMOVUPS(acc[i][h], Mem{Base: c, Disp: width * h})
 		}
 		if i+1 < mr {
 			ADDQ(ldc, c)
