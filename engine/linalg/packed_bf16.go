@@ -205,17 +205,21 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 	// does 4 FMAs per widened step, which the widening, not the FMA units, then bounds.
 	most := len(tiles) - 1
 	groups := (m + most - 1) / most
-	var size [rowGroupsMaxRows]int
-	for g := range groups {
-		size[g] = m / groups
+	size := func(g int) int { // the last m % groups groups take a row more
 		if g >= groups-m%groups {
-			size[g]++
+			return m/groups + 1
 		}
+		return m / groups
 	}
 	parallelFor(workers, (colPanels+per-1)/per, func(_, u int) {
-		// The last panel's tiles, when n is not a multiple of 16: accumulated over the blocks, merged once.
-		var edge [rowGroupsMaxRows * 32]float32
 		lo, hi := u*per, min(colPanels, (u+1)*per)
+		// The last panel's tiles, when n is not a multiple of the panel width: accumulated over the blocks,
+		// merged once. Only the unit holding that panel needs them (a buffer per unit was a heap allocation
+		// per unit and product).
+		var edge []float32
+		if hi*nr > n {
+			edge = make([]float32, m*nr)
+		}
 		for p0 := 0; p0 < k; p0 += p.kc {
 			kcur := min(p.kc, k-p0)
 			bcur, acc := beta, float32(1)
@@ -228,7 +232,7 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 				j0 := jp * nr
 				panel := &p.panel(p0, j0)[0]
 				for g, i0 := 0, 0; g < groups; g++ {
-					rows := size[g]
+					rows := size(g)
 					if j0+nr <= n {
 						tiles[rows](kcur, &a[i0*lda+p0], lda, panel, &c[i0*ldc+j0], ldc, alpha, bcur)
 					} else {
@@ -239,7 +243,7 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 			}
 		}
 		if j0 := (hi - 1) * nr; j0+nr > n {
-			mergeTile(edge[:], nr, m, n-j0, alpha, beta, c[j0:], ldc)
+			mergeTile(edge, nr, m, n-j0, alpha, beta, c[j0:], ldc)
 		}
 	})
 }
