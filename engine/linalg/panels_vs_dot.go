@@ -12,8 +12,10 @@ import (
 // AMD's Zen 4 a bfloat16 dot product does twice the work of a float32 FMA at the same rate (a kernel peak of
 // 373 against 201 GFLOP/s on 2 cores), on an Intel Xeon with avx512_bf16 it issues at half the FMAs' rate,
 // and the panel tiles, which waste no multiply on rounding, run a 32-row decoding step in 81 ms against 106.
-// It is measured once per process, on a 32 × 1536 × 576 product (about 20 ms in all), and the panels must be
-// 15% faster to win, so that a machine where the two are close keeps the dot products whatever the noise.
+// It is measured once per process, on a 32 × 1536 × 576 product (about 20 ms, when a batch of 24 rows or
+// more first decodes, not when a base loads, whose memory the training estimate accounts for), and the
+// panels must be 15% faster to win, so that a machine where the two are close keeps the dot products
+// whatever the noise.
 func PanelsBeatDot() bool {
 	if !BF16Dot() || panelTilesFor(kernelFor(1536).nr) == nil {
 		return false

@@ -46,7 +46,6 @@ func (w *Weights) Pack() {
 	if dropped {
 		runtime.GC() // the rest, and a tied head's row-major copy, which Embed held until now
 	}
-	linalg.PanelsBeatDot() // measured now, not in the first decoding step
 }
 
 // PackedBytes is the memory the packed layouts take (what Pack allocated).
