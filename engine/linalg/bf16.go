@@ -35,6 +35,65 @@ func SetBF16Dot(on bool) bool {
 // BF16Dot reports whether SgemmBF16Infer uses bfloat16 dot products.
 func BF16Dot() bool { return bf16Dot.Load() }
 
+// amxProducts, when set (AMX tiles, amx_amd64.go), multiplies float32 activations rounded to bfloat16 with
+// bfloat16 weights on tiles of 16 × 16 float32 sums: C = alpha·A·op(B) + beta·C with op(B) = Bᵀ (B n × k,
+// transB) or B (k × n), A row-major.
+var amxProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+
+// bf16Train says whether SgemmBF16Train rounds activations to bfloat16 for AMX: on where the CPU has the
+// tiles, unless SetBF16Train turned it off.
+var bf16Train atomic.Bool
+
+// SetBF16Train turns training's bfloat16 products (SgemmBF16Train on AMX tiles) on or off (on by default
+// where the CPU has them) and reports whether they are on now: never on a CPU without them.
+func SetBF16Train(on bool) bool {
+	bf16Train.Store(on && amxProducts != nil)
+	return bf16Train.Load()
+}
+
+// BF16Train reports whether SgemmBF16Train rounds activations to bfloat16.
+func BF16Train() bool { return bf16Train.Load() }
+
+// amxMinRows is the fewest rows of A a product takes to the AMX tiles: fewer leave most of a tile's 16 rows
+// empty, and the register tiles over the row-major weights do as well.
+const amxMinRows = 8
+
+// amxTakes reports whether sgemmAMX can compute the product: row-major A, a contraction of at least one
+// tile's 32 values, and for op(B) = Bᵀ whole 32-bit pairs of B's rows.
+func amxTakes(transA, transB bool, m, k, ldb int) bool {
+	return amxProducts != nil && !transA && m >= amxMinRows && k >= 32 && (!transB || (k%2 == 0 && ldb%2 == 0))
+}
+
+// SgemmBF16Train is SgemmBF16 for a training step's products with the frozen base (x·Wᵀ forward, dy·W
+// backward): on a CPU with AMX tiles, unless SetBF16Train(false), the rows of A (activations or output
+// gradients) are rounded to bfloat16 and multiplied with the weights on the tiles, sums in float32 — mixed
+// precision as PyTorch's autocast does it; the adapters, their gradients and the optimizer stay float32. The
+// logits and LoRA gradients this moves are bounded in engine/model's TestBF16TrainProducts.
+func SgemmBF16Train(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+	beta float32, c []float32, ldc int) {
+	if bf16Train.Load() && amxTakes(false, transB, m, k, ldb) && alpha != 0 {
+		checkBF16Product("SgemmBF16Train", transB, m, n, k, a, lda, b, ldb, c, ldc)
+		if n > 0 {
+			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		return
+	}
+	SgemmBF16(false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// checkBF16Product panics unless the slices hold the product's matrices.
+func checkBF16Product(name string, transB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, c []float32, ldc int) {
+	checkMatrix("A", false, m, k, a, lda)
+	checkMatrix("C", false, m, n, c, ldc)
+	r, cl := k, n
+	if transB {
+		r, cl = n, k
+	}
+	if ldb < max(cl, 1) || (r > 0 && cl > 0 && len(b) < (r-1)*ldb+cl) {
+		panic("linalg." + name + ": B too short for its shape and stride")
+	}
+}
+
 // SgemmBF16Infer is SgemmBF16 for inference (decoding and prefilling for chat): on a CPU with avx512_bf16,
 // unless SetBF16Dot(false), a product of 2 to 64 rows rounds those rows of activations to bfloat16 and
 // multiplies them with the weights in bfloat16 dot products, accumulated in float32 — twice the multiply-adds
@@ -43,6 +102,13 @@ func BF16Dot() bool { return bf16Dot.Load() }
 // float32 throughout.
 func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
+	if bf16Dot.Load() && amxTakes(transA, transB, m, k, ldb) && alpha != 0 {
+		checkBF16Product("SgemmBF16Infer", transB, m, n, k, a, lda, b, ldb, c, ldc)
+		if n > 0 {
+			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		return
+	}
 	if transB && !transA && m >= 2 && m <= tilesMaxRows && k >= 32 && bf16Dot.Load() {
 		checkMatrix("A", false, m, k, a, lda)
 		checkMatrix("C", false, m, n, c, ldc)

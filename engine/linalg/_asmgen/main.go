@@ -3,7 +3,8 @@
 // (tiles_bf16_amd64.s and its Go declarations):
 //
 //	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg \
-//		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go
+//		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go \
+//		-amxout ../amx_amd64.s -amxstubs ../amx_stubs_amd64.go
 //
 // It is a module of its own so that the project does not depend on avo; its output is committed.
 package main
@@ -41,10 +42,13 @@ func main() {
 	rowTiles()
 	panelTiles()
 	packA6()
+	packPairs()
 	Generate()
-	if err := writeDotTiles(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for _, write := range []func() error{writeDotTiles, writeAMX} {
+		if err := write(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }
 

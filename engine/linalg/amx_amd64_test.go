@@ -1,0 +1,118 @@
+package linalg
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// TestAMX checks sgemmAMX against a float64 product of the same bfloat16-rounded activations and weights:
+// both ways of reading B, edges in every dimension (rows, columns and contraction values that are not
+// multiples of a tile's), contractions longer than one block, strides past the matrices, alpha and beta.
+// Every product of two bfloat16 values is exact in float32, so only the float32 sums' rounding remains.
+func TestAMX(t *testing.T) {
+	if amxProducts == nil {
+		t.Skip("no AMX tiles on this CPU (or the kernel does not hand them out)")
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, tc := range []struct{ m, n, k int }{
+		{8, 1, 32}, {31, 17, 64}, {32, 32, 96}, {33, 70, 100}, {100, 45, 576}, {600, 33, 130}, {40, 64, 2200}, {64, 192, 4200},
+	} {
+		for _, transB := range []bool{true, false} {
+			for _, ab := range [][2]float32{{1, 0}, {-0.7, 0.5}} {
+				name := fmt.Sprintf("%dx%dx%d/transB=%v/alpha=%g,beta=%g", tc.m, tc.n, tc.k, transB, ab[0], ab[1])
+				t.Run(name, func(t *testing.T) {
+					m, n, k := tc.m, tc.n, tc.k
+					lda, ldc := k+3, n+5
+					rb, cb := k, n // B's rows and columns as stored
+					if transB {
+						rb, cb = n, k
+					}
+					ldb := cb + 2
+					a := make([]float32, m*lda)
+					for i := range a {
+						a[i] = float32(rng.NormFloat64())
+					}
+					b := make([]uint16, rb*ldb)
+					for i := range b {
+						b[i] = ToBF16(float32(rng.NormFloat64()))
+					}
+					c := make([]float32, m*ldc)
+					for i := range c {
+						c[i] = float32(rng.NormFloat64())
+					}
+					want := make([]float64, len(c))
+					for i := range m {
+						for j := range ldc {
+							want[i*ldc+j] = float64(c[i*ldc+j])
+							if j >= n {
+								continue // past C's columns: must not change
+							}
+							var s, mag float64
+							for p := range k {
+								var w uint16
+								if transB {
+									w = b[j*ldb+p]
+								} else {
+									w = b[p*ldb+j]
+								}
+								x := float64(fromBF16(ToBF16(a[i*lda+p]))) * float64(fromBF16(w))
+								s += x
+								mag += math.Abs(x)
+							}
+							want[i*ldc+j] = float64(ab[0])*s + float64(ab[1])*float64(c[i*ldc+j])
+						}
+					}
+					SgemmBF16Train(transB, m, n, k, ab[0], a, lda, b, ldb, ab[1], c, ldc)
+					for i := range m {
+						for j := range ldc {
+							got, w := float64(c[i*ldc+j]), want[i*ldc+j]
+							// float32 sums of k exact products: a few ulps of their magnitudes' sum.
+							if tol := 1e-6 * float64(k) * 4; math.Abs(got-w) > tol*(1+math.Abs(w)) {
+								t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, w)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkAMX is a training step's products at SmolLM2-135M's width over 256 rows (a micro-batch of 2
+// sequences of 128 tokens), on AMX tiles and on the float32 path.
+func BenchmarkAMX(b *testing.B) {
+	if amxProducts == nil {
+		b.Skip("no AMX tiles")
+	}
+	for _, sh := range []struct{ m, n, k int }{{32, 1536, 576}, {256, 1536, 576}, {256, 576, 1536}, {512, 4096, 576}} {
+		for _, transB := range []bool{true, false} {
+			for _, on := range []bool{true, false} {
+				m, n, k := sh.m, sh.n, sh.k
+				b.Run(fmt.Sprintf("%dx%dx%d/transB=%v/amx=%v", m, n, k, transB, on), func(bb *testing.B) {
+					defer SetBF16Train(SetBF16Train(on) || true)
+					a := make([]float32, m*k)
+					for i := range a {
+						a[i] = float32(i%7) - 3
+					}
+					w := make([]uint16, n*k)
+					for i := range w {
+						w[i] = ToBF16(float32(i%5) - 2)
+					}
+					c := make([]float32, m*n)
+					ldb := k
+					if !transB {
+						ldb = n
+					}
+					bb.SetBytes(0)
+					bb.ResetTimer()
+					for range bb.N {
+						SgemmBF16Train(transB, m, n, k, 1, a, k, w, ldb, 0, c, n)
+					}
+					bb.ReportMetric(2*float64(m*n*k)*float64(bb.N)/bb.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
