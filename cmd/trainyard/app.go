@@ -49,6 +49,11 @@ func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
 		// 270M RL step measured 1.62 GB against a 1.5 GB limit without this, 1.43 GB with it).
 		debug.SetMemoryLimit(lim)
 	}
+	// Process-wide, and before any base loads: with AMX tiles taking every batched product, bases are not
+	// packed for the blocked kernel (linalg.AMXServesBatches).
+	log.Info("matrix products", zap.String("kernels", linalg.Backend()), zap.Bool("amx", linalg.AMX()),
+		zap.Bool("chat_bf16_products", linalg.SetBF16Dot(cfg.Chat.BF16Dot)),
+		zap.Bool("train_bf16_products", linalg.SetBF16Train(cfg.Worker.BF16Train)))
 	a := &app{cfg: cfg, inf: inf, log: log, bases: openCatalog(cfg, log)}
 	if inf.temporal != nil { // infer has no Temporal
 		a.jobs = workflows.NewClient(inf.temporal, workflows.ClientOptions{
@@ -106,9 +111,6 @@ func (a *app) knownBaseModels() []string {
 // chatService samples chat completions in this process, on the base models
 // the worker shares (one copy of each in memory).
 func (a *app) chatService() *serving.Service {
-	// Process-wide, and only inference products take it: training stays float32.
-	a.log.Info("chat decoding", zap.Bool("bf16_dot_products", linalg.SetBF16Dot(a.cfg.Chat.BF16Dot)),
-		zap.String("kernels", linalg.Backend()))
 	kv := a.cfg.Chat.KVCacheBytes
 	if kv == 0 {
 		// The decoding caches share the memory limit with the weights and training.

@@ -54,6 +54,14 @@ func SetBF16Train(on bool) bool {
 // BF16Train reports whether SgemmBF16Train rounds activations to bfloat16.
 func BF16Train() bool { return bf16Train.Load() }
 
+// AMX reports whether this CPU's AMX tiles are in use: SgemmBF16Infer takes them while BF16Dot is on, and
+// SgemmBF16Train while BF16Train is.
+func AMX() bool { return amxProducts != nil }
+
+// AMXServesBatches reports whether the AMX tiles take every batched product with a frozen base, training's
+// and chat's, so that a layout packed for the blocked kernel (PackBF16) would never be read.
+func AMXServesBatches() bool { return amxProducts != nil && bf16Train.Load() && bf16Dot.Load() }
+
 // amxMinRows is the fewest rows of A a product takes to the AMX tiles: fewer leave most of a tile's 16 rows
 // empty, and the register tiles over the row-major weights do as well.
 const amxMinRows = 8

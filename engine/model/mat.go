@@ -34,7 +34,7 @@ const packedMinRows = 24
 // pack lays out a bfloat16 matrix for the blocked kernel (a no-op for float32 ones, which the kernel packs
 // as it goes).
 func (m *Mat) pack() {
-	if m.BF16 != nil && m.packed == nil {
+	if m.BF16 != nil && m.packed == nil && !linalg.AMXServesBatches() {
 		m.packed = linalg.PackBF16(m.Rows, m.Cols, m.BF16, m.Cols)
 		if linalg.PackedReplacesRowMajor(m.Rows) {
 			m.BF16 = nil
@@ -51,6 +51,10 @@ func newMat(rows, cols int, dtype DType) Mat {
 
 // MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows].
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
+	if m.BF16 != nil && linalg.BF16Train() {
+		linalg.SgemmBF16Train(true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
+		return
+	}
 	if m.packed != nil && (m.BF16 == nil || n >= packedMinRows) {
 		linalg.SgemmPackedBF16(n, 1, x, m.Cols, m.packed, beta, y, m.Rows)
 		return
@@ -73,7 +77,7 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 	switch {
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
-	case m.BF16 != nil && infer && (m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
+	case m.BF16 != nil && infer && (linalg.AMX() && linalg.BF16Dot() || m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
 		linalg.SgemmBF16Infer(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 	default:
 		m.MulT(n, x, beta, y)
@@ -82,6 +86,10 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
 func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
+	if m.BF16 != nil && linalg.BF16Train() {
+		linalg.SgemmBF16Train(false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
+		return
+	}
 	if m.BF16 == nil && m.packed != nil {
 		linalg.SgemmPackedBF16N(n, 1, dy, m.Rows, m.packed, beta, dx, m.Cols)
 		return

@@ -68,6 +68,9 @@ func (w *Weights) PackedBytes() int64 {
 // PackedBytes is the memory Weights.Pack adds to bfloat16 weights for cfg (its panels, less the row-major
 // matrices they replace), as estimated before loading them.
 func PackedBytes(c Config) int64 {
+	if linalg.AMXServesBatches() {
+		return 0 // Pack leaves the weights as they are
+	}
 	added := func(rows, cols int) int64 {
 		n := linalg.PackedBF16Bytes(rows, cols)
 		if linalg.PackedReplacesRowMajor(rows) {

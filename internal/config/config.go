@@ -213,6 +213,12 @@ type Worker struct {
 	// reports back to its workflow (TRAINYARD_TRAIN_CHUNK); 0 is the
 	// activities' default (20 s).
 	ChunkDuration time.Duration
+	// BF16Train lets training multiply the frozen base on AMX tiles where the
+	// CPU has them (TRAINYARD_TRAIN_BF16, default true): activations and
+	// output gradients rounded to bfloat16 for those products, as PyTorch's
+	// bf16 autocast rounds them; adapters, their gradients and the optimizer
+	// stay float32.
+	BF16Train bool
 }
 
 // MetricsOff is the TRAINYARD_METRICS_ADDR value that turns a worker's
@@ -300,6 +306,7 @@ func Load(getenv func(string) string) (Config, error) {
 			DownloadRetryWindow: e.duration(EnvDownloadRetryWindow, 0),
 			MemoryLimit:         e.memoryLimit(EnvMemoryLimit),
 			ChunkDuration:       e.duration(EnvTrainChunk, 0),
+			BF16Train:           e.bool(EnvTrainBF16, true),
 		},
 	}
 	c.Inference = Inference{

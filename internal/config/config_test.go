@@ -60,7 +60,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 			EmbeddedAddr: "127.0.0.1:9999", ReadBuckets: []string{"data-a", "data-b"}},
 		HTTP:          HTTP{BodyTimeout: 20 * time.Second, WriteTimeout: time.Minute, MaxRequestsPerKey: 7},
 		Chat:          Chat{Concurrency: 3, PerAccountConcurrency: 2, AdapterCacheBytes: 4096, BF16Dot: true},
-		Worker:        Worker{TrainingConcurrency: 2, FetchConcurrency: 3, DownloadTimeout: 90 * time.Second, DownloadRetryWindow: 2 * time.Minute, MemoryLimit: 8 << 30},
+		Worker:        Worker{TrainingConcurrency: 2, FetchConcurrency: 3, DownloadTimeout: 90 * time.Second, DownloadRetryWindow: 2 * time.Minute, MemoryLimit: 8 << 30, BF16Train: true},
 		Inference:     Inference{Mode: InferenceRemote, Heartbeat: 500 * time.Millisecond, AdvertiseAddr: "10.1.2.3:8081"},
 		BaseModels:    []string{"trainyard/tiny-chat", "acme/llama"},
 		BaseModelDirs: map[string]string{"acme/llama": "/models/llama"},

@@ -23,6 +23,7 @@ const (
 	EnvHeartbeatTimeout          = "TRAINYARD_HEARTBEAT_TIMEOUT"
 	EnvMaxWorkersPerJob          = "TRAINYARD_MAX_WORKERS_PER_JOB"
 	EnvTrainChunk                = "TRAINYARD_TRAIN_CHUNK"
+	EnvTrainBF16                 = "TRAINYARD_TRAIN_BF16"
 	EnvServedWindow              = "TRAINYARD_RETENTION_SERVED_WINDOW"
 	EnvMetricsAddr               = "TRAINYARD_METRICS_ADDR"
 	EnvDataDir                   = "TRAINYARD_DATA_DIR"
