@@ -32,6 +32,7 @@ func init() {
 		pairIndex[32+2*i], pairIndex[32+2*i+1] = uint16(16+i), uint16(48+i)
 	}
 	amxProducts = sgemmAMX
+	amxPanelT = panelT
 	bf16Train.Store(true)
 }
 
@@ -71,8 +72,10 @@ const (
 // bfloat16 B: n × k row-major (stride ldb) with op(B) = Bᵀ when transB (x·Wᵀ), k × n when not (dy·W). A is
 // rounded to bfloat16 (nearest, ties to even) a block of rows and contraction values at a time; B goes into
 // AMX's pair layout one panel of 32 columns at a time, by the worker that multiplies it. Sums are float32.
-// transB needs k and ldb even (the pairs are 32-bit words of B's rows).
-func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+// transB needs k and ldb even (the pairs are 32-bit words of B's rows). With pre (transB only) the panels
+// are read from it, and b is not.
+func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedAMX,
+	beta float32, c []float32, ldc int) {
 	steps := (k + 31) / 32
 	nb := (steps + amxBlockSteps - 1) / amxBlockSteps
 	blockSteps := (steps + nb - 1) / nb
@@ -84,10 +87,6 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 	defer release()
 	bufs := make([][]uint16, workers)
 	outs := make([][]float32, workers)
-	var bw []uint32
-	if transB {
-		bw = unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/2)
-	}
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
 		kcur := min(blockSteps*32, k-p0)
 		st := (kcur + 31) / 32
@@ -106,24 +105,23 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 				}
 			})
 			parallelFor(workers, panels, func(w, jp int) {
-				if bufs[w] == nil {
-					bufs[w] = make([]uint16, blockSteps*32*32)
-					outs[w] = make([]float32, 32*32)
-				}
-				buf := bufs[w][:st*32*32]
 				j0 := jp * 32
 				cols := min(32, n-j0)
 				mask := uint32(1)<<cols - 1
-				if transB {
-					// Row r of the panel is, for each column j, the word of W[j] holding contraction
-					// values 2r and 2r+1: the transposed packing of float32 panels, on 32-bit words.
-					pairs := kcur / 2
-					packB32AVX512((*float32)(unsafe.Pointer(&buf[0])),
-						(*float32)(unsafe.Pointer(&bw[(j0*ldb+p0)/2])), pairs, cols, ldb/2, true)
-					clear(buf[pairs*64:])
-				} else {
+				var buf []uint16
+				switch {
+				case pre != nil:
+					buf = pre.panel(jp)[p0/32*16*64:]
+				case transB:
+					buf = panelBuf(bufs, w, blockSteps)[:st*32*32]
+					panelT(buf, b, ldb, j0, cols, p0, kcur)
+				default:
+					buf = panelBuf(bufs, w, blockSteps)[:st*32*32]
 					packPairs32AVX512(&buf[0], &b[p0*ldb+j0], kcur, ldb, mask, &pairIndex[0])
 					clear(buf[(kcur+1)/2*64:])
+				}
+				if outs[w] == nil {
+					outs[w] = make([]float32, 32*32)
 				}
 				amxPanel(&amxCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
@@ -131,6 +129,25 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 			})
 		}
 	}
+}
+
+// panelBuf is worker w's buffer for a panel of blockSteps steps.
+func panelBuf(bufs [][]uint16, w, blockSteps int) []uint16 {
+	if bufs[w] == nil {
+		bufs[w] = make([]uint16, blockSteps*32*32)
+	}
+	return bufs[w]
+}
+
+// panelT writes the panel of W's rows j0 .. j0+cols-1 over contraction values p0 .. p0+kc-1 (both even) in
+// the pair layout: row r holds, for each of the panel's rows j, the 32-bit word of W[j] with values p0+2r
+// and p0+2r+1 — the transposed packing of float32 panels, on words. Rows past kc/2 are zero.
+func panelT(dst, w []uint16, ldw, j0, cols, p0, kc int) {
+	pairs := kc / 2
+	_ = w[(j0+cols-1)*ldw+p0+kc-1]
+	words := unsafe.Slice((*float32)(unsafe.Pointer(&w[0])), len(w)/2)
+	packB32AVX512((*float32)(unsafe.Pointer(&dst[0])), &words[(j0*ldw+p0)/2], pairs, cols, ldw/2, true)
+	clear(dst[pairs*64 : (kc+31)/32*32*32])
 }
 
 // roundRow rounds src to bfloat16 into dst and zeroes the rest of dst.

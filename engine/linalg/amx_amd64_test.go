@@ -11,6 +11,7 @@ import (
 // both ways of reading B, edges in every dimension (rows, columns and contraction values that are not
 // multiples of a tile's), contractions longer than one block, strides past the matrices, alpha and beta.
 // Every product of two bfloat16 values is exact in float32, so only the float32 sums' rounding remains.
+// Products x·Wᵀ are checked on a PackAMX copy of W too.
 func TestAMX(t *testing.T) {
 	if amxProducts == nil {
 		t.Skip("no AMX tiles on this CPU (or the kernel does not hand them out)")
@@ -64,15 +65,27 @@ func TestAMX(t *testing.T) {
 							want[i*ldc+j] = float64(ab[0])*s + float64(ab[1])*float64(c[i*ldc+j])
 						}
 					}
+					c0 := append([]float32(nil), c...)
 					SgemmBF16Train(transB, m, n, k, ab[0], a, lda, b, ldb, ab[1], c, ldc)
-					for i := range m {
-						for j := range ldc {
-							got, w := float64(c[i*ldc+j]), want[i*ldc+j]
-							// float32 sums of k exact products: a few ulps of their magnitudes' sum.
-							if tol := 1e-6 * float64(k) * 4; math.Abs(got-w) > tol*(1+math.Abs(w)) {
-								t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, w)
+					check := func(form string, c []float32) {
+						for i := range m {
+							for j := range ldc {
+								got, w := float64(c[i*ldc+j]), want[i*ldc+j]
+								// float32 sums of k exact products: a few ulps of their magnitudes' sum.
+								if tol := 1e-6 * float64(k) * 4; math.Abs(got-w) > tol*(1+math.Abs(w)) {
+									t.Fatalf("%s: C[%d,%d] = %v, want %v", form, i, j, got, w)
+								}
 							}
 						}
+					}
+					check("SgemmBF16Train", c)
+					if transB && k%2 == 0 {
+						p := PackAMX(n, k, b, ldb)
+						if p.Bytes() != PackedAMXBytes(n, k) {
+							t.Fatalf("PackAMX took %d bytes, PackedAMXBytes says %d", p.Bytes(), PackedAMXBytes(n, k))
+						}
+						SgemmPackedAMX(m, ab[0], a, lda, p, ab[1], c0, ldc)
+						check("SgemmPackedAMX", c0)
 					}
 				})
 			}
@@ -114,5 +127,33 @@ func BenchmarkAMX(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkPackedAMX is a decoding step's LM head at Qwen3's vocabulary (151,936 × 576) over a batch of
+// rows, on the packed weights: the weights stream from memory once per product (175 MB), so it reports
+// their bytes per second against the machine's bandwidth.
+func BenchmarkPackedAMX(b *testing.B) {
+	if amxProducts == nil {
+		b.Skip("no AMX tiles")
+	}
+	const n, k = 151936, 576
+	w := make([]uint16, n*k)
+	for i := range w {
+		w[i] = ToBF16(float32(i%5) - 2)
+	}
+	p := PackAMX(n, k, w, k)
+	for _, m := range []int{8, 32, 64} {
+		b.Run(fmt.Sprint(m), func(b *testing.B) {
+			a := make([]float32, m*k)
+			for i := range a {
+				a[i] = float32(i%7) - 3
+			}
+			c := make([]float32, m*n)
+			b.SetBytes(p.Bytes())
+			for range b.N {
+				SgemmPackedAMX(m, 1, a, k, p, 0, c, n)
+			}
+		})
 	}
 }

@@ -38,7 +38,9 @@ func BF16Dot() bool { return bf16Dot.Load() }
 // amxProducts, when set (AMX tiles, amx_amd64.go), multiplies float32 activations rounded to bfloat16 with
 // bfloat16 weights on tiles of 16 × 16 float32 sums: C = alpha·A·op(B) + beta·C with op(B) = Bᵀ (B n × k,
 // transB) or B (k × n), A row-major.
-var amxProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+// With pre (op(B) = Bᵀ only), B's panels come from that packed copy and b is not read.
+var amxProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedAMX,
+	beta float32, c []float32, ldc int)
 
 // bf16Train says whether SgemmBF16Train rounds activations to bfloat16 for AMX: on where the CPU has the
 // tiles, unless SetBF16Train turned it off.
@@ -66,6 +68,10 @@ func AMXServesBatches() bool { return amxProducts != nil && bf16Train.Load() && 
 // empty, and the register tiles over the row-major weights do as well.
 const amxMinRows = 8
 
+// AMXMinRows is the fewest rows of A that SgemmPackedAMX is worth calling for (the other products decide for
+// themselves).
+const AMXMinRows = amxMinRows
+
 // amxTakes reports whether sgemmAMX can compute the product: row-major A, a contraction of at least one
 // tile's 32 values, and for op(B) = Bᵀ whole 32-bit pairs of B's rows.
 func amxTakes(transA, transB bool, m, k, ldb int) bool {
@@ -82,7 +88,7 @@ func SgemmBF16Train(transB bool, m, n, k int, alpha float32, a []float32, lda in
 	if bf16Train.Load() && amxTakes(false, transB, m, k, ldb) && alpha != 0 {
 		checkBF16Product("SgemmBF16Train", transB, m, n, k, a, lda, b, ldb, c, ldc)
 		if n > 0 {
-			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
 		}
 		return
 	}
@@ -113,7 +119,7 @@ func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32
 	if bf16Dot.Load() && amxTakes(transA, transB, m, k, ldb) && alpha != 0 {
 		checkBF16Product("SgemmBF16Infer", transB, m, n, k, a, lda, b, ldb, c, ldc)
 		if n > 0 {
-			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
 		}
 		return
 	}

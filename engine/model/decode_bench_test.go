@@ -28,6 +28,14 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 	w32.Init(1)
 	w, packed := w32.ToBF16(), w32.ToBF16()
 	packed.Pack() // as the service holds a base
+	var amx *Weights
+	if linalg.AMX() { // as the service holds a base where AMX tiles take its batches
+		linalg.SetBF16Dot(true)
+		linalg.SetBF16Train(true)
+		amx = w32.ToBF16()
+		amx.Pack()
+		linalg.SetBF16Train(false)
+	}
 	w32 = nil
 	rng := rand.New(rand.NewSource(1))
 	dots := []bool{false}
@@ -43,6 +51,9 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 			}
 			linalg.SetBF16Dot(dot)
 			benchDecodeStep(b, name, w, cfg, batch, rng)
+			if dot && amx != nil {
+				benchDecodeStep(b, fmt.Sprintf("amx/%d", batch), amx, cfg, batch, rng)
+			}
 			if !dot {
 				benchDecodeStep(b, fmt.Sprintf("packed/%d", batch), packed, cfg, batch, rng)
 			}

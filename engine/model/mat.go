@@ -23,6 +23,9 @@ type Mat struct {
 	// and BF16 is nil; elsewhere BF16 stays for products of fewer than packedMinRows rows and bfloat16 dot
 	// products. Either way the matrix must not change after Pack.
 	packed *linalg.PackedBF16
+	// amx replaces packed where AMX tiles take every batched product (linalg.AMXServesBatches): the matrix in
+	// the tiles' pair layout, read by x·Mᵀ of linalg.AMXMinRows rows or more.
+	amx *linalg.PackedAMX
 }
 
 // packedMinRows is the fewest rows of x for which x·Mᵀ takes the packed matrix: below it the register tiles,
@@ -34,7 +37,12 @@ const packedMinRows = 24
 // pack lays out a bfloat16 matrix for the blocked kernel (a no-op for float32 ones, which the kernel packs
 // as it goes).
 func (m *Mat) pack() {
-	if m.BF16 != nil && m.packed == nil && !linalg.AMXServesBatches() {
+	if m.BF16 != nil && m.amx == nil && linalg.AMXServesBatches() {
+		if m.amx = linalg.PackAMX(m.Rows, m.Cols, m.BF16, m.Cols); m.amx != nil {
+			return
+		}
+	}
+	if m.BF16 != nil && m.packed == nil && m.amx == nil {
 		m.packed = linalg.PackBF16(m.Rows, m.Cols, m.BF16, m.Cols)
 		if linalg.PackedReplacesRowMajor(m.Rows) {
 			m.BF16 = nil
@@ -51,6 +59,10 @@ func newMat(rows, cols int, dtype DType) Mat {
 
 // MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows].
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
+	if m.amx != nil && linalg.BF16Train() && n >= linalg.AMXMinRows {
+		linalg.SgemmPackedAMX(n, 1, x, m.Cols, m.amx, beta, y, m.Rows)
+		return
+	}
 	if m.BF16 != nil && linalg.BF16Train() {
 		linalg.SgemmBF16Train(true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 		return
@@ -75,6 +87,8 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 // products win).
 func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
 	switch {
+	case m.amx != nil && infer && linalg.BF16Dot() && n >= linalg.AMXMinRows:
+		linalg.SgemmPackedAMX(n, 1, x, m.Cols, m.amx, beta, y, m.Rows)
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
 	case m.BF16 != nil && infer && (linalg.AMX() && linalg.BF16Dot() || m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
@@ -119,6 +133,9 @@ func (m *Mat) Bytes() int64 {
 	n := int64(len(m.F32))*4 + int64(len(m.BF16))*2
 	if m.packed != nil {
 		n += m.packed.Bytes()
+	}
+	if m.amx != nil {
+		n += m.amx.Bytes()
 	}
 	return n
 }

@@ -55,6 +55,9 @@ func (w *Weights) PackedBytes() int64 {
 		if m.packed != nil {
 			n += m.packed.Bytes()
 		}
+		if m.amx != nil {
+			n += m.amx.Bytes()
+		}
 	}
 	for l := range w.Layers {
 		for m := range w.Layers[l].W {
@@ -68,10 +71,10 @@ func (w *Weights) PackedBytes() int64 {
 // PackedBytes is the memory Weights.Pack adds to bfloat16 weights for cfg (its panels, less the row-major
 // matrices they replace), as estimated before loading them.
 func PackedBytes(c Config) int64 {
-	if linalg.AMXServesBatches() {
-		return 0 // Pack leaves the weights as they are
-	}
 	added := func(rows, cols int) int64 {
+		if linalg.AMXServesBatches() && cols%2 == 0 {
+			return linalg.PackedAMXBytes(rows, cols)
+		}
 		n := linalg.PackedBF16Bytes(rows, cols)
 		if linalg.PackedReplacesRowMajor(rows) {
 			n -= 2 * int64(rows) * int64(cols)

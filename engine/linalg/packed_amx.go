@@ -1,0 +1,68 @@
+package linalg
+
+import "fmt"
+
+// PackedAMX is a frozen bfloat16 matrix W [n × k] (out × in) laid out once for the AMX tiles' products x·Wᵀ:
+// for each panel of 32 rows of W, for each step of 32 contraction values, 16 rows of 32 pairs (the two
+// values of W's row j at contraction values 2r and 2r+1, for the panel's 32 rows j), 2 KiB. A product then
+// streams contiguous panels straight into the tiles; without it every product (every decoded token of a
+// batch) transposed the weights into that layout again, which cost a decoding step more than its products.
+type PackedAMX struct {
+	n, k, steps int
+	data        []uint16
+}
+
+// amxPanelT, when set (amx_amd64.go), writes the panel of W's rows j0 .. j0+cols-1 (cols ≤ 32) over
+// contraction values p0 .. p0+kc-1 (p0 and kc even) into dst in the pair layout, zero past cols and kc.
+var amxPanelT func(dst, w []uint16, ldw, j0, cols, p0, kc int)
+
+// PackedAMXBytes is the memory PackAMX takes for an n × k matrix.
+func PackedAMXBytes(n, k int) int64 {
+	return int64((n+31)/32*32) * int64((k+31)/32*32) * 2
+}
+
+// PackAMX lays out the n × k bfloat16 matrix w (row stride ldw) for SgemmPackedAMX; nil where the CPU has
+// no AMX tiles, or for an odd k or stride (the pairs are 32-bit words of W's rows).
+func PackAMX(n, k int, w []uint16, ldw int) *PackedAMX {
+	if amxPanelT == nil || k%2 != 0 || ldw%2 != 0 || n <= 0 || k <= 0 {
+		return nil
+	}
+	if ldw < k || len(w) < (n-1)*ldw+k {
+		panic(fmt.Sprintf("linalg.PackAMX: %d values with stride %d cannot hold %d×%d", len(w), ldw, n, k))
+	}
+	steps := (k + 31) / 32
+	p := &PackedAMX{n: n, k: k, steps: steps, data: make([]uint16, PackedAMXBytes(n, k)/2)}
+	panels := (n + 31) / 32
+	workers, release := acquireWorkers(n, k, 1)
+	defer release()
+	parallelFor(workers, panels, func(_, jp int) {
+		amxPanelT(p.panel(jp), w, ldw, jp*32, min(32, n-jp*32), 0, k)
+	})
+	return p
+}
+
+// panel is the stored panel of W's rows 32·jp .. 32·jp+31 over every step.
+func (p *PackedAMX) panel(jp int) []uint16 {
+	const stepWords = 16 * 64
+	return p.data[jp*p.steps*stepWords : (jp+1)*p.steps*stepWords]
+}
+
+// Bytes is the memory the packed matrix takes.
+func (p *PackedAMX) Bytes() int64 { return int64(len(p.data)) * 2 }
+
+// SgemmPackedAMX computes C = alpha·A·Wᵀ + beta·C for the m × k row-major A (stride lda) and the packed n × k
+// W, into the m × n C (stride ldc), on the AMX tiles: A's rows rounded to bfloat16, sums in float32
+// (SgemmBF16Train's and SgemmBF16Infer's numerics).
+func SgemmPackedAMX(m int, alpha float32, a []float32, lda int, p *PackedAMX, beta float32, c []float32, ldc int) {
+	n, k := p.n, p.k
+	checkMatrix("A", false, m, k, a, lda)
+	checkMatrix("C", false, m, n, c, ldc)
+	if m <= 0 {
+		return
+	}
+	if alpha == 0 {
+		scaleMatrix(m, n, beta, c, ldc)
+		return
+	}
+	amxProducts(true, m, n, k, alpha, a, lda, nil, 0, p, beta, c, ldc)
+}
