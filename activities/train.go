@@ -100,6 +100,7 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	stopping := activity.GetWorkerStopChannel(ctx)
 	started, lastSave, lastProgress, lastPauseCheck := time.Now(), time.Now(), time.Time{}, time.Time{}
 	var metrics map[string]float64
+	var stepTime, saveTime time.Duration // of the chunk's elapsed time: its gradient steps, storing its state
 	done, savedAt, paused := from, from, false
 	for done < total {
 		// A pause takes effect here, between two steps (and before the
@@ -117,6 +118,7 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		if err != nil {
 			return nil, classify(err, fmt.Sprintf("gradient step %d", done+1))
 		}
+		stepTime += time.Since(stepStart)
 		telemetry.StepDuration.WithLabelValues(string(job.Kind)).Observe(time.Since(stepStart).Seconds())
 		telemetry.TrainTokens.WithLabelValues(string(job.Kind)).Add(stats["num_tokens"])
 		if metrics, err = stepMetrics(p.Steps[done], stats, done+1); err != nil {
@@ -135,10 +137,12 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 			lastProgress = time.Now()
 		}
 		if done == total || chunkOver || time.Since(lastSave) >= a.cfg.SaveInterval {
+			saveStart := time.Now()
 			if err := a.persist(ctx, job, st, ka, in.BaseStep, done, total); err != nil {
 				return nil, err
 			}
 			savedAt, lastSave = done, time.Now()
+			saveTime += lastSave.Sub(saveStart)
 		}
 		if chunkOver {
 			break
@@ -169,7 +173,8 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		own = ""
 	}
 	log.Info("train chunk done", zap.Int("from", from), zap.Int("done", done), zap.Int("total", total),
-		zap.Bool("paused", paused), zap.Duration("elapsed", time.Since(started)),
+		zap.Bool("paused", paused), zap.Duration("elapsed", time.Since(started)), zap.Duration("steps", stepTime),
+		zap.Duration("saves", saveTime),
 		zap.String("task_queue", activity.GetInfo(ctx).TaskQueue), zap.Int64("state_bytes_loaded", a.loaded.Load()-loadedBefore))
 	return &TrainResult{Done: done, Metrics: metrics, Paused: paused, WorkerQueue: own}, nil
 }

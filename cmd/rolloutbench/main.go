@@ -33,6 +33,7 @@ type options struct {
 	groups                          []groupSpec
 	tokens, threads, rows           int
 	trainyard, tokenizerDir, models string
+	logFile                         string // the service's log, written when it stops
 	python, torchScript             string
 	noTorch                         bool
 	timeout                         time.Duration
@@ -62,6 +63,7 @@ func main() {
 	flag.StringVar(&o.python, "python", "/usr/bin/python3", "Python with torch")
 	flag.StringVar(&o.torchScript, "torch-script", "engine/cmd/enginebench/torch_bench.py", "PyTorch side")
 	flag.BoolVar(&o.noTorch, "no-torch", false, "skip PyTorch")
+	flag.StringVar(&o.logFile, "log", "", "write the service's log (its JSON lines: a job's activities, chat's batches) to this file when it stops")
 	flag.DurationVar(&o.timeout, "timeout", time.Hour, "give up on the whole run after this long")
 	flag.Parse()
 	if o.loop && !flagSet("groups") {
@@ -159,7 +161,7 @@ func run(o options) error {
 		return err
 	}
 	sums, err := engineRuns(ctx, o, svc, m, rows)
-	if stopErr := svc.stop(); err == nil && stopErr != nil {
+	if stopErr := svc.stop(o.logFile); err == nil && stopErr != nil {
 		progress("%v", stopErr)
 	}
 	if err != nil {
@@ -245,7 +247,7 @@ func runLoopService(ctx context.Context, o options, tmp, modelsDir, databaseURL 
 		return err
 	}
 	its, err := runLoop(ctx, o, svc)
-	if stopErr := svc.stop(); err == nil && stopErr != nil {
+	if stopErr := svc.stop(o.logFile); err == nil && stopErr != nil {
 		progress("%v", stopErr)
 	}
 	if err != nil {

@@ -104,18 +104,26 @@ func (s *service) waitReady() error {
 	}
 }
 
-// stop interrupts the service as Ctrl+C does and waits a minute for it to exit, then kills it.
-func (s *service) stop() error {
+// stop interrupts the service as Ctrl+C does and waits a minute for it to exit, then kills it; with logFile
+// set, it writes the service's log there.
+func (s *service) stop(logFile string) error {
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		return fmt.Errorf("interrupt trainyard serve: %w", err)
 	}
+	var err error
 	select {
 	case <-s.exited:
-		return nil
 	case <-time.After(time.Minute):
 		s.kill()
-		return errors.New("trainyard serve did not exit within a minute of SIGINT; killed")
+		err = errors.New("trainyard serve did not exit within a minute of SIGINT; killed")
 	}
+	if logFile != "" {
+		s.stderr.mu.Lock()
+		werr := os.WriteFile(logFile, s.stderr.buf.Bytes(), 0o644)
+		s.stderr.mu.Unlock()
+		err = errors.Join(err, werr)
+	}
+	return err
 }
 
 func (s *service) kill() {

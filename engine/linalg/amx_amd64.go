@@ -85,6 +85,9 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 	defer scratch16.put(a16)
 	workers, release := acquireWorkers(m, n, k)
 	defer release()
+	// Workers claim runs of panels: one claim per panel of an LM head (thousands) made the claims' shared
+	// counter a tenth of a decoding step.
+	per := max(1, min(16, panels/(8*workers)))
 	bufs := make([][]uint16, workers)
 	outs := make([][]float32, workers)
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
@@ -104,7 +107,7 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 					roundRow(as[i*ld:(i+1)*ld], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
 				}
 			})
-			parallelFor(workers, panels, func(w, jp int) {
+			panel := func(w, jp int) {
 				j0 := jp * 32
 				cols := min(32, n-j0)
 				mask := uint32(1)<<cols - 1
@@ -126,6 +129,11 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 				amxPanel(&amxCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
 					alpha: alpha, beta: bt, scratch: &outs[w][0]})
+			}
+			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
+				for jp := u * per; jp < min(panels, u*per+per); jp++ {
+					panel(w, jp)
+				}
 			})
 		}
 	}

@@ -38,6 +38,10 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		scaleMatrix(m, n, beta, c, ldc)
 	case m == 1 || n == 1:
 		gemv(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case m <= 4 && smallRowsMax > 4 && k >= 16:
+		// The AVX-512 few-row kernels beat the Go loops at any size: decoding's attention over a shared
+		// prompt and the positions after it is two such products, one of them a few positions long.
+		smallRows(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case m*n*k < smallMACs:
 		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case transB && m > smallRowsMax && m <= fewRowsMax && k >= 64:

@@ -10,11 +10,20 @@ import (
 // Cache is the key/value cache of one generated sequence: per layer, the post-RoPE keys and values of every
 // position, laid out head by head ([kvHeads × capacity × headDim]: the keys of one head for positions
 // 0, 1, … are contiguous), so that attending reads each head's keys and values as one contiguous stream.
+//
+// A cache may share its first positions with another (SharePrefix: the prompt of a group of rollouts, or of
+// the n completions of one request): they are read from that cache, and attending reads them as a run of
+// their own. A group's rollouts then read their prompt's keys and values from one place, which a core's
+// caches keep between the group's sequences, instead of each streaming its own copy from memory.
 type Cache struct {
 	K, V      [][]float32
 	Len       int
 	cap       int
 	heads, hd int // key/value heads and their width
+	// base holds positions [0, baseLen) (its own: bases are never shared caches themselves); K and V hold
+	// the positions from baseLen on, at their usual places.
+	base    *Cache
+	baseLen int
 }
 
 // NewCache returns an empty cache able to hold capacity positions (at most the model's context).
@@ -50,23 +59,75 @@ func (c *Cache) put(l, pos int, k, v []float32) {
 	}
 }
 
-// Clone copies the cache (to fork one prefilled prompt into n completions).
+// Clone returns a cache holding c's positions, with c's capacity (to fork one prefilled prompt into n
+// completions): it shares them with c (SharePrefix), so c must not change them — positions are only ever
+// appended.
 func (c *Cache) Clone() *Cache {
 	d := newCache(len(c.K), c.heads, c.hd, c.cap)
-	d.CopyPrefix(c, c.Len)
+	d.SharePrefix(c, c.Len)
 	return d
+}
+
+// SharePrefix starts the empty cache c with the first n positions of src without copying them: c reads them
+// from src, or from the cache src shares them from. Their keys and values must not change while c is in use,
+// which holds for the positions a cache already has (a pass only appends) and for a prompt cache's compact
+// copies. Where src's first n positions are partly its own and partly shared, they are copied instead.
+func (c *Cache) SharePrefix(src *Cache, n int) {
+	c.checkPrefix(src, n)
+	switch {
+	case n == 0:
+	case src.base == nil:
+		c.base, c.baseLen = src, n
+	case n <= src.baseLen:
+		c.base, c.baseLen = src.base, n
+	default:
+		c.CopyPrefix(src, n)
+		return
+	}
+	c.Len = n
+}
+
+// Shared is how many of the cache's first positions it reads from another cache (SharePrefix).
+func (c *Cache) Shared() int { return c.baseLen }
+
+func (c *Cache) checkPrefix(src *Cache, n int) {
+	if c.Len != 0 || n > src.Len || n > c.cap || len(src.K) != len(c.K) || src.heads != c.heads || src.hd != c.hd {
+		panic(fmt.Sprintf("model: copy %d of %d positions into a cache of %d/%d", n, src.Len, c.Len, c.cap))
+	}
+}
+
+// runs returns head h's keys and values in layer l for positions [from, to) as at most two contiguous runs:
+// the shared ones (from the base) and the cache's own. Each run's start is its first position.
+func (c *Cache) runs(l, h, from, to int) []kvRun {
+	var rs []kvRun
+	if from < c.baseLen {
+		b := c.base
+		end := min(to, c.baseLen)
+		rs = append(rs, kvRun{k: b.head(b.K[l], h)[from*c.hd : end*c.hd], v: b.head(b.V[l], h)[from*c.hd : end*c.hd], start: from, n: end - from})
+		from = end
+	}
+	if from < to {
+		rs = append(rs, kvRun{k: c.head(c.K[l], h)[from*c.hd : to*c.hd], v: c.head(c.V[l], h)[from*c.hd : to*c.hd], start: from, n: to - from})
+	}
+	return rs
+}
+
+// kvRun is n of a head's cached positions from position start on, keys and values contiguous (n rows of hd).
+type kvRun struct {
+	k, v     []float32
+	start, n int
 }
 
 // CopyPrefix fills the empty cache c with the first n positions src holds (a prompt, or the start of one,
 // that another request prefilled); c must have room for them.
 func (c *Cache) CopyPrefix(src *Cache, n int) {
-	if c.Len != 0 || n > src.Len || n > c.cap || len(src.K) != len(c.K) || src.heads != c.heads || src.hd != c.hd {
-		panic(fmt.Sprintf("model: copy %d of %d positions into a cache of %d/%d", n, src.Len, c.Len, c.cap))
-	}
+	c.checkPrefix(src, n)
 	for l := range c.K {
 		for h := range c.heads {
-			copy(c.head(c.K[l], h), src.head(src.K[l], h)[:n*c.hd])
-			copy(c.head(c.V[l], h), src.head(src.V[l], h)[:n*c.hd])
+			for _, r := range src.runs(l, h, 0, n) {
+				copy(c.head(c.K[l], h)[r.start*c.hd:], r.k)
+				copy(c.head(c.V[l], h)[r.start*c.hd:], r.v)
+			}
 		}
 	}
 	c.Len = n
@@ -218,30 +279,38 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 		ca := p.decode[b]
 		r0, T := p.offs[b], p.offs[b+1]-p.offs[b]
 		n := ca.Len + T // positions in the cache once this chunk is in
-		K, V := ca.head(ca.K[l], kvh), ca.head(ca.V[l], kvh)
 		if T == 1 {
 			// Decoding: the query heads that share a key/value head attend together, one product each with the
 			// cached keys and values, which are then read once per key/value head, not once per query head.
+			// A shared prompt is a run of its own (Cache.runs).
 			lo := windowStart(n-1, win)
-			n -= lo
-			K, V = K[lo*hd:], V[lo*hd:]
-			sc := p.workerScratch(wk, group*n)
+			m := n - lo
+			sc := p.workerScratch(wk, group*m)
 			q := lc.q[r0*qd+kvh*group*hd:]
-			linalg.Sgemm(false, true, group, n, hd, scale, q, hd, K, hd, 0, sc, n)
+			runs := ca.runs(l, kvh, lo, n)
+			for _, r := range runs {
+				linalg.Sgemm(false, true, group, r.n, hd, scale, q, hd, r.k, hd, 0, sc[r.start-lo:], m)
+			}
 			for g := range group {
 				if cp > 0 {
-					softcap(sc[g*n:(g+1)*n], cp)
+					softcap(sc[g*m:(g+1)*m], cp)
 				}
-				softmaxCausalRow(sc[g*n:(g+1)*n], n-1)
+				softmaxCausalRow(sc[g*m:(g+1)*m], m-1)
 			}
-			linalg.Sgemm(false, false, group, hd, n, 1, sc, n, V, hd, 0, lc.att[r0*qd+kvh*group*hd:], hd)
+			for j, r := range runs {
+				linalg.Sgemm(false, false, group, hd, r.n, 1, sc[r.start-lo:], m, r.v, hd, float32(min(j, 1)),
+					lc.att[r0*qd+kvh*group*hd:], hd)
+			}
 			return
 		}
 		// A chunk: per query head, its T rows against every position, row t masked past position Len+t.
 		sc := p.workerScratch(wk, T*n)
+		runs := ca.runs(l, kvh, 0, n)
 		for g := range group {
 			h := kvh*group + g
-			linalg.Sgemm(false, true, T, n, hd, scale, lc.q[r0*qd+h*hd:], qd, K, hd, 0, sc, n)
+			for _, r := range runs {
+				linalg.Sgemm(false, true, T, r.n, hd, scale, lc.q[r0*qd+h*hd:], qd, r.k, hd, 0, sc[r.start:], n)
+			}
 			for t := range T {
 				row, i := sc[t*n:(t+1)*n], ca.Len+t
 				lo := windowStart(i, win)
@@ -250,7 +319,10 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 				}
 				softmaxWindowRow(row, lo, i)
 			}
-			linalg.Sgemm(false, false, T, hd, n, 1, sc, n, V, hd, 0, lc.att[r0*qd+h*hd:], qd)
+			for j, r := range runs {
+				linalg.Sgemm(false, false, T, hd, r.n, 1, sc[r.start:], n, r.v, hd, float32(min(j, 1)),
+					lc.att[r0*qd+h*hd:], qd)
+			}
 		}
 	}
 	if len(p.decode) == 1 && p.N == 1 {

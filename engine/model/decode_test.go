@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -177,6 +178,65 @@ func TestExtendInChunks(t *testing.T) {
 			}
 			if _, err := w.ExtendAdapters(ctx, chunked, [][]int{{1}, {}}, loras, nil); !errors.Is(err, ErrInput) {
 				t.Fatalf("an empty chunk: %v, want ErrInput", err)
+			}
+		})
+	}
+}
+
+// TestSharedPrefix checks that caches sharing their first positions with another (SharePrefix, Clone) decode
+// and extend exactly as caches holding their own copies: a whole prompt shared, a start of it shared and the
+// rest extended as a chunk, a share of a share (which reads the first cache), and a window layer (Gemma 3)
+// whose window starts inside the shared run.
+func TestSharedPrefix(t *testing.T) {
+	for name, cfg := range archConfigs() {
+		t.Run(name, func(t *testing.T) {
+			w := randomModel(t, cfg, 17)
+			ctx := context.Background()
+			prompt := []int{3, 1, 4, 1, 5, 9, 2, 6, 5}
+			leader := w.NewCache(24)
+			if _, err := w.Prefill(ctx, leader, prompt, nil); err != nil {
+				t.Fatal(err)
+			}
+			whole := leader.Clone()
+			part := w.NewCache(24)
+			part.SharePrefix(leader, 4)
+			if _, err := w.ExtendAdapters(ctx, []*Cache{part}, [][]int{prompt[4:]}, []*LoRA{nil}, nil); err != nil {
+				t.Fatal(err)
+			}
+			again := whole.Clone() // shares the leader's positions, not whole's
+			if whole.Shared() != len(prompt) || part.Shared() != 4 || again.Shared() != len(prompt) || again.base != leader {
+				t.Fatalf("shared %d, %d, %d positions", whole.Shared(), part.Shared(), again.Shared())
+			}
+			shared := []*Cache{whole, part, again}
+			own := make([]*Cache, len(shared)) // the same prompt, prefilled into each cache
+			for i := range own {
+				own[i] = w.NewCache(24)
+				if _, err := w.Prefill(ctx, own[i], prompt, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := slices.Clone(leader.K[0])
+			for step := range 7 { // the tiny models' context is 16
+				toks := []int{step, 2 * step, 3*step + 1}
+				got, err := w.Decode(ctx, shared, toks, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := w.Decode(ctx, own, toks, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeAll(t, fmt.Sprintf("step %d logits", step), got, want)
+			}
+			if !slices.Equal(before, leader.K[0]) {
+				t.Fatal("decoding the sharing caches changed the shared positions")
+			}
+			flat := part.Compact()
+			if flat.Shared() != 0 || flat.Len != part.Len {
+				t.Fatalf("Compact: %d shared of %d", flat.Shared(), flat.Len)
+			}
+			for l := range flat.K {
+				closeAll(t, fmt.Sprintf("layer %d compact keys", l), flat.K[l], own[1].Compact().K[l])
 			}
 		})
 	}

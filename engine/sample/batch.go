@@ -295,7 +295,7 @@ const prefillTokens = 4096
 const prefillChunk = 512
 
 // admit sorts the requests that joined: one whose prompt (with its adapter) the prompt cache holds is ready
-// at once; one whose prompt a request still prefilling has waits for that one and copies its cache; the
+// at once; one whose prompt a request still prefilling has waits for that one and shares its cache's prompt; the
 // others start prefilling, from the longest start of their prompt the cache holds.
 func (b *Batcher) admit(joined []*request) []*request {
 	var ready []*request
@@ -306,7 +306,7 @@ func (b *Batcher) admit(joined []*request) []*request {
 		}
 		e, n := b.prompts.lookup(r.lora, r.prompt)
 		if e != nil && n == len(r.prompt) {
-			r.cache.CopyPrefix(e.cache, n)
+			r.cache.SharePrefix(e.cache, n)
 			r.states, r.cache, r.shared = fork(r.cache, e.logits, r.p), nil, n
 			ready = append(ready, r)
 			continue
@@ -316,7 +316,7 @@ func (b *Batcher) admit(joined []*request) []*request {
 			continue
 		}
 		if e != nil {
-			r.cache.CopyPrefix(e.cache, n)
+			r.cache.SharePrefix(e.cache, n)
 			r.filled, r.shared = n, n
 		}
 		b.filling = append(b.filling, r)
@@ -404,7 +404,7 @@ func (b *Batcher) fill(decoding bool) []*request {
 		ready = append(ready, r)
 		for _, f := range b.followers[r] {
 			// Until the first decoding step, the leader's first completion's cache holds exactly the prompt.
-			f.cache.CopyPrefix(r.states[0].cache, len(r.prompt))
+			f.cache.SharePrefix(r.states[0].cache, len(r.prompt))
 			f.states, f.cache, f.shared = fork(f.cache, logits(i), f.p), nil, len(f.prompt)
 			ready = append(ready, f)
 		}
