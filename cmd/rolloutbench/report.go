@@ -75,7 +75,7 @@ func printTable(w io.Writer, h header, sums []summary) {
 	fmt.Fprintf(w, "rolloutbench: trainyard serve (%s kernels, bfloat16 weights, GOMAXPROCS=%d) vs PyTorch %s (float32, %d threads); random weights, Qwen3 tokenizer\n",
 		h.backend, h.threads, h.torch, h.threads)
 	m := h.machine
-	fmt.Fprintf(w, "this machine (medians of 21 runs): bandwidth %.1f GB/s (Go loop %.1f, bf16 gemv %.1f; %d threads), kernel peak %.0f GFLOP/s (linalg.Sgemm, 1024², float32: %.0f; bfloat16 dot products, 64×4096×1024: %.0f)\n",
+	fmt.Fprintf(w, "this machine (medians of 21 runs): bandwidth %.1f GB/s (Go loop %.1f, bf16 gemv %.1f; %d threads), kernel peak %.0f GFLOP/s (linalg.Sgemm, 1024², float32: %.0f; linalg.SgemmBF16Infer, bfloat16 (AMX tiles or dot products), 64×4096×1024: %.0f)\n",
 		m.Bandwidth/1e9, m.GoBandwidth/1e9, m.KernelBandwidth/1e9, h.threads, m.KernelPeak()/1e9, m.SgemmPeak/1e9, m.DotKernelPeak/1e9)
 	fmt.Fprintf(w, "the cores' arithmetic peak: %s %.0f GFLOP/s%s\n", m.FMAName, m.FMAPeak/1e9, dotNote(m))
 	fmt.Fprintf(w, "each rollout: its own request (n=1), %d new tokens (ignore_eos), temperature 1, logprobs, streamed; all G×N sent at once\n\n", h.tokens)
@@ -128,12 +128,16 @@ then decoded together with a KV cache; its tok/s includes the prefill.
 `, savedMetric, h.rowsNote)
 }
 
-// dotNote names the bfloat16 dot-product peak where the CPU has one.
+// dotNote names the bfloat16 dot-product and AMX tile peaks where the CPU has them.
 func dotNote(m roofline.Machine) string {
-	if m.DotPeak == 0 {
-		return ""
+	var s string
+	if m.DotPeak > 0 {
+		s += fmt.Sprintf(", %s %.0f GFLOP/s", m.DotName, m.DotPeak/1e9)
 	}
-	return fmt.Sprintf(", %s %.0f GFLOP/s", m.DotName, m.DotPeak/1e9)
+	if m.AMXPeak > 0 {
+		s += fmt.Sprintf(", %s %.0f GFLOP/s", m.AMXName, m.AMXPeak/1e9)
+	}
+	return s
 }
 
 func ms(d time.Duration) string   { return fmt.Sprintf("%.1f", d.Seconds()*1000) }

@@ -33,6 +33,7 @@ func init() {
 	}
 	amxProducts = sgemmAMX
 	amxPanelT = panelT
+	amxPeakLoop = func(iters int) { amxPeak(iters, &amxConfig) }
 	bf16Train.Store(true)
 }
 

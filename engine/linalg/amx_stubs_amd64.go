@@ -9,3 +9,8 @@ package linalg
 //
 //go:noescape
 func amxPanel(p *amxCall)
+
+// amxPeak runs iters iterations of 8 TDPBF16PS on tiles held in registers (configured by cfg).
+//
+//go:noescape
+func amxPeak(iters int, cfg *[64]byte)

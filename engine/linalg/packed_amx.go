@@ -66,3 +66,16 @@ func SgemmPackedAMX(m int, alpha float32, a []float32, lda int, p *PackedAMX, be
 	}
 	amxProducts(true, m, n, k, alpha, a, lda, nil, 0, p, beta, c, ldc)
 }
+
+// amxPeakLoop, when set, runs iterations of 8 TDPBF16PS on register tiles (AMXLoop).
+var amxPeakLoop func(iters int)
+
+// AMXLoop returns a loop of AMX tile products that never leave the registers and its FLOPs per iteration
+// (8 TDPBF16PS of 16 × 16 × 32 multiply-adds): what a machine's roofline measures as its cores' bfloat16
+// tile peak. nil where the CPU has no AMX tiles.
+func AMXLoop() (func(iters int), float64) {
+	if amxPeakLoop == nil {
+		return nil, 0
+	}
+	return amxPeakLoop, 8 * 16 * 16 * 32 * 2
+}

@@ -13,12 +13,21 @@ import (
 // doing the same work are credited the same FLOPs whatever their method.
 type Cost struct {
 	FLOPs, Bytes float64
+	// BaseFLOPs is the part of FLOPs in products with the frozen base's weights (the projections and the
+	// output head): what runs on AMX tiles where the CPU has them (MixedBound).
+	BaseFLOPs float64
 }
 
 // Bound is the shortest time c can take on m with peak FLOP/s: reading its bytes once at full bandwidth,
 // or its FLOPs at peak, whichever is longer.
 func (m Machine) Bound(c Cost, peak float64) time.Duration {
-	s := math.Max(c.Bytes/m.Bandwidth, c.FLOPs/peak)
+	return m.MixedBound(c, peak, peak)
+}
+
+// MixedBound is Bound with c's products with the base at basePeak and the rest (attention, adapters) at
+// peak: a step whose base products run on AMX tiles and everything else on float32 FMAs.
+func (m Machine) MixedBound(c Cost, basePeak, peak float64) time.Duration {
+	s := math.Max(c.Bytes/m.Bandwidth, c.BaseFLOPs/basePeak+(c.FLOPs-c.BaseFLOPs)/peak)
 	return time.Duration(s * float64(time.Second))
 }
 
@@ -56,8 +65,9 @@ func TrainStep(cfg model.Config, seqs, T, trainable, rank int) Cost {
 	proj, lora := projParams(cfg, rank)
 	n, t, tr, L := float64(seqs), float64(T), float64(min(trainable, T)), float64(cfg.Layers)
 	attn := float64(cfg.Heads * cfg.HeadDim)
-	flops := n*t*L*(4*float64(proj)+6*float64(lora)) + n*tr*4*float64(headParams(cfg)) + n*L*6*attn*t*t
-	return Cost{FLOPs: flops, Bytes: 2 * (L*float64(proj) + float64(headParams(cfg)))}
+	base := n*t*L*4*float64(proj) + n*tr*4*float64(headParams(cfg))
+	flops := base + n*t*L*6*float64(lora) + n*L*6*attn*t*t
+	return Cost{FLOPs: flops, BaseFLOPs: base, Bytes: 2 * (L*float64(proj) + float64(headParams(cfg)))}
 }
 
 // Prefill is one sequence's prompt of P tokens through the model, its last position's logits only:
@@ -66,8 +76,9 @@ func TrainStep(cfg model.Config, seqs, T, trainable, rank int) Cost {
 func Prefill(cfg model.Config, P int, weightBytes float64) Cost {
 	proj, _ := projParams(cfg, 0)
 	p, L := float64(P), float64(cfg.Layers)
-	flops := p*L*2*float64(proj) + L*2*float64(cfg.Heads*cfg.HeadDim)*p*p + 2*float64(headParams(cfg))
-	return Cost{FLOPs: flops, Bytes: weightBytes*(L*float64(proj)+float64(headParams(cfg))) + kvBytes(cfg, P)}
+	base := p*L*2*float64(proj) + 2*float64(headParams(cfg))
+	flops := base + L*2*float64(cfg.Heads*cfg.HeadDim)*p*p
+	return Cost{FLOPs: flops, BaseFLOPs: base, Bytes: weightBytes*(L*float64(proj)+float64(headParams(cfg))) + kvBytes(cfg, P)}
 }
 
 // Decode is steps decoding steps of batch sequences whose context holds start positions before the first:
@@ -82,6 +93,7 @@ func Decode(cfg model.Config, batch, start, steps int, weightBytes float64) Cost
 	for s := range steps {
 		ctx := start + s + 1 // the new position attends to itself too
 		c.FLOPs += b * (2*weights + L*4*float64(cfg.Heads*cfg.HeadDim*ctx))
+		c.BaseFLOPs += b * 2 * weights
 		c.Bytes += weightBytes*weights + b*kvBytes(cfg, ctx)
 	}
 	return c
@@ -92,7 +104,7 @@ func Decode(cfg model.Config, batch, start, steps int, weightBytes float64) Cost
 func DecodeStepWeights(cfg model.Config, rows int) Cost {
 	proj, _ := projParams(cfg, 0)
 	w := float64(cfg.Layers*proj + headParams(cfg))
-	return Cost{FLOPs: 2 * w * float64(rows), Bytes: 2 * w}
+	return Cost{FLOPs: 2 * w * float64(rows), BaseFLOPs: 2 * w * float64(rows), Bytes: 2 * w}
 }
 
 // kvBytes is the float32 keys and values of ctx positions over every layer.

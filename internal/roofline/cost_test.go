@@ -66,6 +66,18 @@ func TestDecodeStepWeightsAndBound(t *testing.T) {
 	}
 }
 
+// TestMixedBound: a step's products with the base at the AMX peak and the rest at the FMA peak add up.
+func TestMixedBound(t *testing.T) {
+	m := Machine{Bandwidth: 20e9}
+	c := Cost{FLOPs: 10e9, BaseFLOPs: 8e9, Bytes: 1e6}
+	if got, want := m.MixedBound(c, 1000e9, 100e9), 28*time.Millisecond; got != want {
+		t.Errorf("MixedBound = %v, want %v (8 GFLOP at 1 TFLOP/s + 2 at 100 GFLOP/s)", got, want)
+	}
+	if got, want := m.Bound(c, 100e9), 100*time.Millisecond; got != want {
+		t.Errorf("Bound = %v, want %v", got, want)
+	}
+}
+
 func TestMaxKeepsTheHigherFigures(t *testing.T) {
 	a := Machine{Threads: 2, FMAPeak: 30e9, FMAName: "AVX2 FMA", SgemmPeak: 40e9, GoBandwidth: 20e9, KernelBandwidth: 4e9, Bandwidth: 20e9}
 	b := Machine{Threads: 2, FMAPeak: 170e9, FMAName: "AVX2 FMA", SgemmPeak: 30e9, GoBandwidth: 10e9, KernelBandwidth: 25e9, Bandwidth: 25e9}

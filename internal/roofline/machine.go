@@ -28,8 +28,14 @@ type Machine struct {
 	// elsewhere.
 	DotPeak float64
 	DotName string
+	// AMXPeak is the same for AMX tiles (TDPBF16PS: 16 × 16 × 32 bfloat16 multiply-adds into float32) where
+	// the CPU has them and the kernel hands them out, 0 elsewhere: the peak of the engine's products with
+	// the frozen base there (linalg.AMX), training's and chat's.
+	AMXPeak float64
+	AMXName string
 	// SgemmPeak is linalg.Sgemm's rate on a 1024² float32 product; DotKernelPeak linalg.SgemmBF16Infer's on
-	// a decoding-shaped product with bfloat16 dot products (0 where they are off): what the engine's own
+	// a decoding-shaped product with bfloat16 products (AMX tiles where the CPU has them, else dot products;
+	// 0 where they are off): what the engine's own
 	// kernels reach, against which FMAPeak and DotPeak say how far the kernels are from the cores' limit.
 	SgemmPeak, DotKernelPeak float64
 	// Bandwidth is the faster of two reads of a buffer far larger than the caches, on every thread
@@ -58,6 +64,9 @@ func Measure(threads int) Machine {
 	}
 	if loop, flops, name := dotLoop(); loop != nil {
 		m.DotPeak, m.DotName = instructionPeak(threads, loop, flops), name
+	}
+	if loop, flops := linalg.AMXLoop(); loop != nil {
+		m.AMXPeak, m.AMXName = instructionPeak(threads, loop, flops), "AMX BF16 tiles"
 	}
 	return m
 }
@@ -203,7 +212,7 @@ func dotKernelPeak() float64 {
 // at least do. Peaks and bandwidth are ceilings that other load only lowers, so on a shared machine the
 // benchmarks measure before and after their runs and keep the higher; the names are m's.
 func (m Machine) Max(o Machine) Machine {
-	m.FMAPeak, m.DotPeak = math.Max(m.FMAPeak, o.FMAPeak), math.Max(m.DotPeak, o.DotPeak)
+	m.FMAPeak, m.DotPeak, m.AMXPeak = math.Max(m.FMAPeak, o.FMAPeak), math.Max(m.DotPeak, o.DotPeak), math.Max(m.AMXPeak, o.AMXPeak)
 	m.SgemmPeak, m.DotKernelPeak = math.Max(m.SgemmPeak, o.SgemmPeak), math.Max(m.DotKernelPeak, o.DotKernelPeak)
 	m.GoBandwidth, m.KernelBandwidth = math.Max(m.GoBandwidth, o.GoBandwidth), math.Max(m.KernelBandwidth, o.KernelBandwidth)
 	m.Bandwidth = math.Max(m.GoBandwidth, m.KernelBandwidth)

@@ -59,7 +59,8 @@ func runCompare(o compareOptions) error {
 		defer runtime.GOMAXPROCS(prev)
 		return roofline.Measure(o.threads)
 	}
-	t := table{m: measure(), dot: linalg.BF16Dot(), seqLen: o.seqLen}
+	t := table{m: measure(), dot: linalg.BF16Dot(), amxTrain: linalg.BF16Train(), amxInfer: linalg.AMX() && linalg.BF16Dot(),
+		seqLen: o.seqLen}
 	for _, sh := range shapes {
 		if o.only != "" && !containsFold(strings.Split(o.only, ","), sh.name) {
 			continue

@@ -19,16 +19,19 @@ type table struct {
 	m roofline.Machine
 	// dot says whether the engine's inference products of 2–64 rows take bfloat16 dot products
 	// (linalg.BF16Dot), which sets the peak its batched decoding is compared with.
-	dot    bool
-	seqLen int
-	rows   []row
+	dot bool
+	// amxTrain and amxInfer say whether the engine's products with the frozen base take AMX tiles in
+	// training (linalg.BF16Train) and in inference of 8 rows or more (linalg.AMX with BF16Dot).
+	amxTrain, amxInfer bool
+	seqLen             int
+	rows               []row
 }
 
 // peak is the arithmetic peak a measurement is compared with, and its name: the bfloat16 dot-product peak
 // for the engine's decoding of 2–64 rows where those products take bfloat16 dot products, the float32
-// multiply-add peak for everything else. Training's products are float32 throughout (the frozen base is
-// stored in bfloat16 and widened in registers), prefilling 128 rows takes the float32 path, decoding one row
-// is a float32 matrix-vector product, and PyTorch computes in float32.
+// multiply-add peak for everything else. PyTorch computes in float32, and so does the engine without AMX
+// tiles (its frozen base stored in bfloat16 and widened in registers); decoding one row is a float32
+// matrix-vector product.
 func (t table) peak(r result) (float64, string) {
 	if r.System == "engine" && r.Work == "decode" && r.Batch >= 2 && r.Batch <= 64 && t.dot && t.m.DotPeak > 0 {
 		return t.m.DotPeak, "bf16"
@@ -36,23 +39,48 @@ func (t table) peak(r result) (float64, string) {
 	return t.m.FMAPeak, "fp32"
 }
 
-// flopsCell is a measurement's GFLOP/s and its fraction of the peak it is compared with.
+// amx reports whether the engine's products with the frozen base ran on AMX tiles in r: training steps
+// (BF16Train), and prefilling or decoding 8 rows or more (BF16Dot).
+func (t table) amx(r result) bool {
+	if r.System != "engine" || t.m.AMXPeak == 0 {
+		return false
+	}
+	switch r.Work {
+	case "rl", "sft":
+		return t.amxTrain
+	case "prefill":
+		return t.amxInfer && r.Tokens/max(r.Batch, 1) >= 8
+	case "decode":
+		return t.amxInfer && r.Batch >= 8
+	}
+	return false
+}
+
+// flopsCell is a measurement's GFLOP/s and its fraction of the peak it is compared with (the float32 peak
+// where AMX tiles took the base's products: the issue's yardstick, which they can pass).
 func (t table) flopsCell(r result, c roofline.Cost) string {
 	peak, name := t.peak(r)
+	if t.amx(r) {
+		peak, name = t.m.FMAPeak, "fp32"
+	}
 	rate := c.FLOPs / r.Seconds
 	return fmt.Sprintf("%.0f (%.0f%% of %s)", rate/1e9, 100*rate/peak, name)
 }
 
 // boundCell is the roofline bound as a fraction of the measured time, and which limit sets the bound:
-// memory (every byte read once at full bandwidth) or compute (every FLOP at the peak).
+// memory (every byte read once at full bandwidth) or compute (every FLOP at the peak; where AMX tiles took
+// the base's products, those at the tiles' peak and the rest at the float32 one: "AMX+fp32").
 func (t table) boundCell(r result, c roofline.Cost) string {
 	peak, _ := t.peak(r)
-	bound := t.m.Bound(c, peak)
-	limit := "compute"
-	if c.Bytes/t.m.Bandwidth > c.FLOPs/peak {
-		limit = "memory"
+	basePeak, name := peak, "compute"
+	if t.amx(r) {
+		basePeak, name = t.m.AMXPeak, "AMX+fp32"
 	}
-	return fmt.Sprintf("%.0f%% (%s)", 100*bound.Seconds()/r.elapsed().Seconds(), limit)
+	bound := t.m.MixedBound(c, basePeak, peak)
+	if c.Bytes/t.m.Bandwidth > c.BaseFLOPs/basePeak+(c.FLOPs-c.BaseFLOPs)/peak {
+		name = "memory"
+	}
+	return fmt.Sprintf("%.0f%% (%s)", 100*bound.Seconds()/r.elapsed().Seconds(), name)
 }
 
 func (t table) print(w io.Writer) {
@@ -64,6 +92,9 @@ func (t table) print(w io.Writer) {
 			dot += fmt.Sprintf("; linalg.SgemmBF16Infer 64×4096×1024: %.0f", m.DotKernelPeak/1e9)
 		}
 		dot += ")"
+	}
+	if m.AMXPeak > 0 {
+		dot += fmt.Sprintf(", AMX %.0f GFLOP/s (%s)", m.AMXPeak/1e9, m.AMXName)
 	}
 	fmt.Fprintf(w, "this machine (%d threads; each figure the median of 21 runs, the higher of a measure before and after the rows): fp32 %.0f GFLOP/s (%s; linalg.Sgemm 1024²: %.0f), %s, bandwidth %.1f GB/s\n\n",
 		m.Threads, m.FMAPeak/1e9, m.FMAName, m.SgemmPeak/1e9, dot, m.Bandwidth/1e9)
@@ -79,7 +110,11 @@ func (t table) print(w io.Writer) {
 	fmt.Fprint(w, `
 GFLOP/s: useful FLOPs / measured time, as a percentage of the peak the row is compared with: fp32 is the
 cores' float32 multiply-add peak, bf16 their bfloat16 dot-product peak (the engine's decoding of 2–64 rows
-where the CPU has avx512_bf16; everything else computes in float32). Useful FLOPs (internal/roofline): a
+where the CPU has avx512_bf16 and no AMX tiles; PyTorch computes in float32). Where the CPU has AMX tiles
+the engine's products with the frozen base (training, and 8 rows or more of inference) run on them, with
+the activations rounded to bfloat16: those rows are still given as a share of the float32 peak, and their
+roofline takes the base's FLOPs at the AMX peak and the rest (attention, adapters) at the float32 one
+(AMX+fp32). Useful FLOPs (internal/roofline): a
 LoRA step is 4·N_base + 6·N_adapters per token (no weight gradients for the frozen base), the output head
 4·V·d per trained token, causal attention 6·heads·head_dim·T² per layer and sequence; a forward is 2·N per
 token plus attention. Work a system does beyond that (recomputation, masked positions) earns nothing.

@@ -33,6 +33,19 @@ func TestRowsComparedWithTheirPeak(t *testing.T) {
 	if got := tb.boundCell(result{System: "engine", Work: "decode", Batch: 1, Seconds: 4}, roofline.Cost{FLOPs: 1e9, Bytes: 10e9}); got != "25% (memory)" {
 		t.Errorf("memory-bound cell %q", got)
 	}
+	// Where AMX tiles take the base's products: training compared with the float32 peak, its roofline the
+	// base's FLOPs at the tiles' peak plus the rest at the float32 one (0.04 + 0.1 s of 1 s).
+	amx := table{m: roofline.Machine{FMAPeak: 100e9, DotPeak: 200e9, AMXPeak: 1000e9, Bandwidth: 10e9}, dot: true, amxTrain: true, amxInfer: true}
+	mixed := roofline.Cost{FLOPs: 50e9, BaseFLOPs: 40e9, Bytes: 1e9}
+	if got := amx.flopsCell(result{System: "engine", Work: "rl", Seconds: 1}, mixed); got != "50 (50% of fp32)" {
+		t.Errorf("AMX training GFLOP/s cell %q", got)
+	}
+	if got := amx.boundCell(result{System: "engine", Work: "rl", Seconds: 1}, mixed); got != "14% (AMX+fp32)" {
+		t.Errorf("AMX training roofline cell %q", got)
+	}
+	if got := amx.boundCell(result{System: "pytorch", Work: "rl", Seconds: 1}, mixed); got != "50% (compute)" {
+		t.Errorf("PyTorch's roofline cell %q where the engine has AMX", got)
+	}
 	// Without bfloat16 dot products every row is compared with the float32 peak.
 	tb.dot = false
 	if _, name := tb.peak(result{System: "engine", Work: "decode", Batch: 8}); name != "fp32" {

@@ -177,8 +177,28 @@ func writeAMX() error {
 	w("%s // TILERELEASE", bytesOf(0xC4, 0xE2, 0x78, 0x49, 0xC0))
 	w("VZEROUPPER")
 	w("RET")
+	// The peak loop: eight TDPBF16PS per iteration on tiles that stay in registers (the A and B tiles are
+	// zero; the values do not change the rate), four independent accumulators.
+	s.WriteString("\n// func amxPeak(iters int, cfg *[64]byte)\n// Requires: AMX-TILE, AMX-BF16\nTEXT ·amxPeak(SB), NOSPLIT, $0-16\n")
+	w("MOVQ iters+0(FP), CX")
+	w("MOVQ cfg+8(FP), AX")
+	w("%s // LDTILECFG (AX)", bytesOf(0xC4, 0xE2, 0x78, 0x49, 0x00))
+	for t := range 8 {
+		w("%s // TILEZERO TMM%d", tileZero(t), t)
+	}
+	s.WriteString("\namx_peak:\n")
+	for range 2 {
+		for q, ab := range [][2]int{{4, 6}, {4, 7}, {5, 6}, {5, 7}} {
+			w("%s // TDPBF16PS TMM%d += TMM%d·TMM%d", tdpbf16ps(q, ab[0], ab[1]), q, ab[0], ab[1])
+		}
+	}
+	w("DECQ CX")
+	w("JNZ amx_peak")
+	w("%s // TILERELEASE", bytesOf(0xC4, 0xE2, 0x78, 0x49, 0xC0))
+	w("RET")
 	stubs := header + "package linalg\n\n// amxPanel multiplies blocks of 32 rows of bfloat16 activations by a panel of 32 columns of bfloat16\n" +
-		"// weights in AMX's pair layout into C (see amxCall).\n//\n//go:noescape\nfunc amxPanel(p *amxCall)\n"
+		"// weights in AMX's pair layout into C (see amxCall).\n//\n//go:noescape\nfunc amxPanel(p *amxCall)\n" +
+		"\n// amxPeak runs iters iterations of 8 TDPBF16PS on tiles held in registers (configured by cfg).\n//\n//go:noescape\nfunc amxPeak(iters int, cfg *[64]byte)\n"
 	if err := os.WriteFile(*amxOut, []byte(s.String()), 0o644); err != nil {
 		return err
 	}
