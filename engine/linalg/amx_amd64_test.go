@@ -99,7 +99,7 @@ func BenchmarkAMX(b *testing.B) {
 	if amxProducts == nil {
 		b.Skip("no AMX tiles")
 	}
-	for _, sh := range []struct{ m, n, k int }{{32, 1536, 576}, {256, 1536, 576}, {256, 576, 1536}, {512, 4096, 576}} {
+	for _, sh := range []struct{ m, n, k int }{{32, 1536, 576}, {256, 1536, 576}, {256, 576, 1536}, {512, 4096, 576}, {512, 4096, 256}, {512, 4096, 128}} {
 		for _, transB := range []bool{true, false} {
 			for _, on := range []bool{true, false} {
 				m, n, k := sh.m, sh.n, sh.k
