@@ -36,13 +36,14 @@ func (p *Pass) seqAdapters(l, m int, lc *layerCache, x, y []float32) {
 		}
 		s = e
 	}
+	R := maxRank(p.seqLoRA, m) // lc.lu[m] holds N rows of R
 	// Each run's products are a few rows by the rank, too small to split; the runs write their own rows,
 	// so they go side by side (one after another they left a core idle for a tenth of a decoding step of 4
 	// adapters).
 	do := func(_, i int) {
 		a := p.seqLoRA[runs[i].s]
 		r0, n, r := p.offs[runs[i].s], p.offs[runs[i].e]-p.offs[runs[i].s], a.Rank
-		u := lc.lu[m][r0*r : (r0+n)*r]
+		u := lc.lu[m][r0*R : r0*R+n*r] // rows of the widest rank: runs of other ranks side by side stay apart
 		linalg.Sgemm(false, true, n, r, in, 1, x[r0*in:], in, a.A[l][m], in, 0, u, r)
 		linalg.Sgemm(false, true, n, out, r, a.Scale(), u, r, a.B[l][m], r, 1, y[r0*out:], out)
 	}
