@@ -112,8 +112,9 @@ func checkBF16Product(name string, transB bool, m, n, k int, a []float32, lda in
 // unless SetBF16Dot(false), a product of 2 to 64 rows rounds those rows of activations to bfloat16 and
 // multiplies them with the weights in bfloat16 dot products, accumulated in float32 — twice the multiply-adds
 // per instruction, at the cost of the activations' rounding (a relative 2⁻⁹ per value; logits and log-probabilities
-// moved by at most 0.0072 at SmolLM2-135M's width, engine/model's TestBF16DotLogits). Training never takes this path: its products stay
-// float32 throughout.
+// moved by at most 0.0072 at SmolLM2-135M's width, engine/model's TestBF16DotLogits). Where the CPU has AMX
+// tiles, products of AMXMinRows rows or more (any number, prefilling too) take them, with the same rounding.
+// Training's products take SgemmBF16Train.
 func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
 	if bf16Dot.Load() && amxTakes(transA, transB, m, k, ldb) && alpha != 0 {

@@ -57,7 +57,8 @@ func newMat(rows, cols int, dtype DType) Mat {
 	return Mat{Rows: rows, Cols: cols, F32: make([]float32, rows*cols)}
 }
 
-// MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows].
+// MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows]: a training pass's product, on AMX
+// tiles where linalg.BF16Train says so.
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 	if m.amx != nil && linalg.BF16Train() && n >= linalg.AMXMinRows {
 		linalg.SgemmPackedAMX(n, 1, x, m.Cols, m.amx, beta, y, m.Rows)
@@ -84,7 +85,8 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 // packed matrix's panel tiles take it instead where they beat the dot products (linalg.PanelsBeatDot: on an
 // avx512_bf16 Xeon a decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary takes 81 ms
 // against 106 on 2 cores, BenchmarkDecodeRollouts' packed/32 and bf16dot/32; on AMD's Zen 4 the dot
-// products win).
+// products win). Where AMX tiles take the batches (m.amx), linalg.AMXMinRows rows or more go to them: 57 ms
+// for that step (amx/32).
 func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
 	switch {
 	case m.amx != nil && infer && linalg.BF16Dot() && n >= linalg.AMXMinRows:
