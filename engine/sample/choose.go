@@ -8,7 +8,8 @@ import (
 )
 
 // choose picks the next token from s.logits; it also returns the untempered log-probabilities (a buffer of
-// s's, valid until the next choose).
+// s's, valid until the next choose): every one where p asks for top log-probabilities or a greedy choice,
+// else the chosen token's alone.
 //
 // Over a vocabulary of 150,000 tokens this is per token what a decoding row's share of the matrix products
 // is, so it takes one pass of vectorised exponentials (linalg.ExpSum) where it can: the weights
@@ -23,8 +24,13 @@ func (s *state) choose(p Params) (int, []float32) {
 	mx := linalg.Max(s.logits)
 	sum := float64(linalg.ExpSum(w, s.logits, mx))
 	lse := mx + float32(math.Log(sum))
-	for i, v := range s.logits {
-		lp[i] = v - lse
+	// Every log-probability only for the top ones or a greedy choice; otherwise the chosen token's alone
+	// (below): a scalar pass over the vocabulary was 2% of a rollout's time.
+	full := p.TopLogprobs > 0 || p.Temperature == 0
+	if full {
+		for i, v := range s.logits {
+			lp[i] = v - lse
+		}
 	}
 	allowed := s.allowed(V)
 	var id int
@@ -39,11 +45,24 @@ func (s *state) choose(p Params) (int, []float32) {
 		}
 		id = s.draw(w, sum, p, allowed)
 	}
+	if !full {
+		lp[id] = s.logits[id] - lse
+	}
 	if s.con != nil {
 		s.con.Advance(id)
 	}
 	return id, lp
 }
+
+// drawBlock is how many ids draw passes at once by their sum.
+const drawBlock = 512
+
+var onesBlock = func() (o [drawBlock]float32) {
+	for i := range o {
+		o[i] = 1
+	}
+	return o
+}()
 
 // draw samples an id with probability proportional to w (among the allowed ids, when allowed is not nil),
 // restricted by top-k and top-p to the most likely ids. total is the sum of w over the allowed ids, or
@@ -61,8 +80,21 @@ func (s *state) draw(w []float32, total float64, p Params, allowed []bool) int {
 			}
 		}
 		u := s.rng.Float64() * total
-		last := -1
-		for i, x := range w {
+		i0 := 0
+		if allowed == nil {
+			// Whole blocks of ids are passed by their vectorised sums; the walk one id at a time, a chain of
+			// float64 subtractions, took 100 µs a token over Qwen3's vocabulary (3% of rollouts).
+			for ; i0+drawBlock <= len(w); i0 += drawBlock {
+				b := float64(linalg.Dot(w[i0:i0+drawBlock], onesBlock[:]))
+				if u <= b {
+					break
+				}
+				u -= b
+			}
+		}
+		last := i0 - 1 // the last id of the blocks passed, should rounding leave u above 0 past them all
+		for i := i0; i < len(w); i++ {
+			x := w[i]
 			if allowed != nil && !allowed[i] {
 				continue
 			}

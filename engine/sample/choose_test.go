@@ -103,3 +103,40 @@ func TestDrawFollowsTheDistribution(t *testing.T) {
 		}
 	}
 }
+
+// TestDrawOverAVocabulary: over a vocabulary of thousands of ids, which draw passes in blocks by their sums,
+// the ids still come as often as their probabilities say: three likely ones (the last id among them) and
+// the first half of the rest.
+func TestDrawOverAVocabulary(t *testing.T) {
+	t.Parallel()
+	logits := make([]float32, 4096)
+	logits[700], logits[2100], logits[4095] = 3, 4, 5
+	s := &state{rng: rand.New(rand.NewPCG(9, 10)), logits: logits}
+	const draws = 200000
+	counts := make([]int, len(logits))
+	for range draws {
+		id, lp := s.choose(Params{Temperature: 1})
+		counts[id]++
+		if want := float64(logits[id]) - math.Log(4093+math.Exp(3)+math.Exp(4)+math.Exp(5)); math.Abs(float64(lp[id])-want) > 1e-5 {
+			t.Fatalf("logprob of id %d %v, want %v", id, lp[id], want)
+		}
+	}
+	z := 4093 + math.Exp(3) + math.Exp(4) + math.Exp(5)
+	firstHalf := 0
+	for i := range 2048 {
+		firstHalf += counts[i]
+	}
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"id 700", float64(counts[700]) / draws, math.Exp(3) / z},
+		{"id 2100", float64(counts[2100]) / draws, math.Exp(4) / z},
+		{"id 4095", float64(counts[4095]) / draws, math.Exp(5) / z},
+		{"ids below 2048", float64(firstHalf) / draws, (2047 + math.Exp(3)) / z},
+	} {
+		if math.Abs(c.got-c.want) > 0.004 {
+			t.Errorf("%s drawn %.4f of the time, want %.4f", c.what, c.got, c.want)
+		}
+	}
+}
