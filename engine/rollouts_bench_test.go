@@ -16,9 +16,9 @@ const smolLM2Qwen3Vocab = `{"model_type":"llama","vocab_size":151936,"hidden_siz
 // BenchmarkRollouts samples an RL iteration's rollouts through one Sampler as chat serves them: G groups of
 // N requests (n=1 each, sent at once), each group's requests on the same prompt, 128 tokens each at
 // temperature 1 with logprobs, on a random-weight base of SmolLM2-135M's body with Qwen3's vocabulary. It
-// reports generated tokens/s (prefill, sampling and decoding). In "adapters" each group samples from its own
-// LoRA adapter of the base (a model's last checkpoints, or several models): the batch still reads the base
-// weights once per step.
+// reports generated tokens/s (prefill, sampling and decoding). In "one-adapter" every group samples from the
+// same LoRA adapter of the base; in "adapters" each group from its own (a model's last checkpoints, or
+// several models): the batch still reads the base weights once per step.
 //
 //	go test -run '^$' -bench Rollouts -benchtime 1x ./engine/
 func BenchmarkRollouts(b *testing.B) {
@@ -28,22 +28,30 @@ func BenchmarkRollouts(b *testing.B) {
 	}
 	for _, shape := range []struct {
 		groups, n int
-		adapters  bool
-	}{{4, 8, false}, {4, 8, true}} {
+		adapters  int // 0: the base alone; 1: every group on one adapter; more: each group on its own
+	}{{4, 8, 0}, {4, 8, 1}, {4, 8, 4}} {
 		samplers := make([]*Sampler, shape.groups)
+		var one *Adapter
 		for g := range samplers {
 			var a *Adapter
-			if shape.adapters {
+			switch {
+			case shape.adapters == 1 && one != nil:
+				a = one
+			case shape.adapters > 0:
 				if a, err = base.NewAdapter(DefaultLoRAConfig(), int64(g+1)); err != nil {
 					b.Fatal(err)
 				}
+				one = a
 			}
 			if samplers[g], err = base.NewSampler(a); err != nil {
 				b.Fatal(err)
 			}
 		}
 		name := fmt.Sprintf("%dx%d", shape.groups, shape.n)
-		if shape.adapters {
+		switch shape.adapters {
+		case 1:
+			name += "/one-adapter"
+		case 4:
 			name += "/adapters"
 		}
 		b.Run(name, func(b *testing.B) {
