@@ -52,6 +52,7 @@ type amxCall struct {
 	alpha    float32
 	beta     float32 // for every block; 0: C is not read
 	scratch  *float32
+	stream   uint64 // nonzero: store C with non-temporal stores (beta 0, all 32 columns, 64-byte aligned rows)
 }
 
 var (
@@ -67,6 +68,11 @@ const (
 	// amxChunkRows is the most rows of A one pass rounds and multiplies: 512 rows of a 2,048-value block
 	// are 2 MiB of bfloat16, read again by every panel.
 	amxChunkRows = 512
+	// amxStreamBytes is the size of C from which it is written with non-temporal stores: past a core's L2
+	// it would be evicted before anyone reads it, and reading its lines for ownership first doubles the
+	// traffic of products that are bandwidth-bound already (an LM head's logits, 19 MB a decoding step of 32
+	// rows at Qwen3's vocabulary).
+	amxStreamBytes = 2 << 20
 )
 
 // sgemmAMX computes C = alpha·A·op(B) + beta·C for the m × k row-major float32 A (stride lda) and the
@@ -91,6 +97,9 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 	per := max(1, min(16, panels/(8*workers)))
 	bufs := make([][]uint16, workers)
 	outs := make([][]float32, workers)
+	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are.
+	stream := int64(m)*int64(n)*4 >= amxStreamBytes && beta == 0 && k <= blockSteps*32 && (4*ldc)%64 == 0 &&
+		uintptr(unsafe.Pointer(&c[0]))%64 == 0
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
 		kcur := min(blockSteps*32, k-p0)
 		st := (kcur + 31) / 32
@@ -129,7 +138,7 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 				}
 				amxPanel(&amxCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
-					alpha: alpha, beta: bt, scratch: &outs[w][0]})
+					alpha: alpha, beta: bt, scratch: &outs[w][0], stream: boolWord(stream && cols == 32)})
 			}
 			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
 				for jp := u * per; jp < min(panels, u*per+per); jp++ {
@@ -169,4 +178,11 @@ func roundRow(dst []uint16, src []float32) {
 		dst[p] = ToBF16(src[p])
 	}
 	clear(dst[len(src):])
+}
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

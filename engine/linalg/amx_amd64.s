@@ -100,6 +100,8 @@ amx_step:
 amx_rows:
 	MOVQ R15, AX
 	MOVQ DX, R12
+	CMPQ 96(DI), $0
+	JNE amx_stream
 
 amx_row:
 	VMULPS (AX), Z30, Z0
@@ -118,6 +120,19 @@ amx_store:
 	ADDQ R13, R12
 	DECQ CX
 	JNZ amx_row
+	JMP amx_next
+
+amx_stream:
+	VMULPS (AX), Z30, Z0
+	VMULPS 64(AX), Z30, Z1
+	VMOVNTPS Z0, (R12)
+	VMOVNTPS Z1, 64(R12)
+	ADDQ $128, AX
+	ADDQ R13, R12
+	DECQ CX
+	JNZ amx_stream
+
+amx_next:
 	MOVQ R10, AX
 	SHLQ $5, AX
 	ADDQ AX, SI
@@ -127,6 +142,7 @@ amx_store:
 	DECQ R8
 	JNZ amx_block
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	SFENCE
 	VZEROUPPER
 	RET
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+	"unsafe"
 )
 
 // TestAMX checks sgemmAMX against a float64 product of the same bfloat16-rounded activations and weights:
@@ -155,5 +156,43 @@ func BenchmarkPackedAMX(b *testing.B) {
 				SgemmPackedAMX(m, 1, a, k, p, 0, c, n)
 			}
 		})
+	}
+}
+
+// TestAMXStreams: a C larger than amxStreamBytes, beta 0 and rows on 64-byte boundaries is written with
+// non-temporal stores (but its last panel, 16 columns wide, and its last block of 8 rows); the values are
+// those of the float64 reference.
+func TestAMXStreams(t *testing.T) {
+	if amxProducts == nil {
+		t.Skip("no AMX tiles")
+	}
+	const m, n, k = 520, 1040, 96
+	rng := rand.New(rand.NewSource(2))
+	a := make([]float32, m*k)
+	for i := range a {
+		a[i] = float32(rng.NormFloat64())
+	}
+	w := make([]uint16, n*k)
+	for i := range w {
+		w[i] = ToBF16(float32(rng.NormFloat64()))
+	}
+	c := make([]float32, m*n)
+	if m*n*4 < amxStreamBytes || uintptr(unsafe.Pointer(&c[0]))%64 != 0 {
+		t.Fatal("the product would not stream")
+	}
+	for i := range c {
+		c[i] = float32(math.NaN()) // beta 0: nothing of C may be read
+	}
+	SgemmBF16Train(true, m, n, k, 0.5, a, k, w, k, 0, c, n)
+	for i := range m {
+		for j := range n {
+			var s float64
+			for p := range k {
+				s += float64(fromBF16(ToBF16(a[i*k+p]))) * float64(fromBF16(w[j*k+p]))
+			}
+			if got := float64(c[i*n+j]); math.Abs(got-0.5*s) > 1e-4*(1+math.Abs(s)) {
+				t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, 0.5*s)
+			}
+		}
 	}
 }

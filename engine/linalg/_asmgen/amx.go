@@ -64,7 +64,7 @@ func tileZero(t int) string { return bytesOf(0xC4, 0xE2, 0x7B, 0x49, 0xC0|t<<3) 
 const (
 	offCfg, offA, offLda, offB, offSteps, offBlocks = 0, 8, 16, 24, 32, 40
 	offC, offLdc, offLastRows, offMask, offAlpha    = 48, 56, 64, 72, 80
-	offBeta, offScratch                             = 84, 88
+	offBeta, offScratch, offStream                  = 84, 88, 96
 )
 
 // writeAMX writes amxPanel: for each block of 32 rows of A (bfloat16, row stride lda bytes), C's 32 × 32
@@ -149,6 +149,8 @@ func writeAMX() error {
 	s.WriteString("\namx_rows:\n")
 	w("MOVQ R15, AX")
 	w("MOVQ DX, R12")
+	w("CMPQ %d(DI), $0", offStream)
+	w("JNE amx_stream")
 	s.WriteString("\namx_row:\n")
 	w("VMULPS (AX), Z30, Z0")
 	w("VMULPS 64(AX), Z30, Z1")
@@ -165,7 +167,21 @@ func writeAMX() error {
 	w("ADDQ R13, R12")
 	w("DECQ CX")
 	w("JNZ amx_row")
+	w("JMP amx_next")
+	// Streaming: whole 32-column rows, beta 0, 64-byte aligned (the caller says so): non-temporal stores
+	// write C without reading its lines first, which a C larger than the caches (an LM head's logits) would
+	// otherwise cost in bandwidth as much as the writes.
+	s.WriteString("\namx_stream:\n")
+	w("VMULPS (AX), Z30, Z0")
+	w("VMULPS 64(AX), Z30, Z1")
+	w("VMOVNTPS Z0, (R12)")
+	w("VMOVNTPS Z1, 64(R12)")
+	w("ADDQ $128, AX")
+	w("ADDQ R13, R12")
+	w("DECQ CX")
+	w("JNZ amx_stream")
 	// The next block of 32 rows of A and C.
+	s.WriteString("\namx_next:\n")
 	w("MOVQ R10, AX")
 	w("SHLQ $5, AX")
 	w("ADDQ AX, SI")
@@ -175,6 +191,7 @@ func writeAMX() error {
 	w("DECQ R8")
 	w("JNZ amx_block")
 	w("%s // TILERELEASE", bytesOf(0xC4, 0xE2, 0x78, 0x49, 0xC0))
+	w("SFENCE") // the non-temporal stores are ordered before whatever the caller does next
 	w("VZEROUPPER")
 	w("RET")
 	// The peak loop: eight TDPBF16PS per iteration on tiles that stay in registers (the A and B tiles are
