@@ -140,3 +140,35 @@ func TestDrawOverAVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// forbid is a constraint that rules out a fixed set of ids (as ignore_eos rules out the stop tokens).
+type forbid map[int]bool
+
+func (f forbid) Allow(mask []bool) {
+	for id := range f {
+		mask[id] = false
+	}
+}
+
+func (forbid) Advance(int) {}
+
+// TestDrawUnderAConstraint: ids a constraint rules out are never drawn, and the others keep their
+// probabilities relative to each other.
+func TestDrawUnderAConstraint(t *testing.T) {
+	t.Parallel()
+	logits := make([]float32, 4096)
+	logits[700], logits[2100], logits[4095] = 3, 4, 5
+	s := &state{rng: rand.New(rand.NewPCG(11, 12)), logits: logits, con: forbid{700: true, 4095: true}}
+	const draws = 100000
+	counts := make([]int, len(logits))
+	for range draws {
+		id, _ := s.choose(Params{Temperature: 1})
+		counts[id]++
+	}
+	if counts[700] != 0 || counts[4095] != 0 {
+		t.Fatalf("ruled-out ids drawn %d and %d times", counts[700], counts[4095])
+	}
+	if got, want := float64(counts[2100])/draws, math.Exp(4)/(4093+math.Exp(4)); math.Abs(got-want) > 0.004 {
+		t.Errorf("id 2100 drawn %.4f of the time, want %.4f", got, want)
+	}
+}
