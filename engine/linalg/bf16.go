@@ -85,14 +85,23 @@ func amxTakes(transA, transB bool, m, k, ldb int) bool {
 // logits and LoRA gradients this moves are bounded in engine/model's TestBF16TrainProducts.
 func SgemmBF16Train(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
-	if bf16Train.Load() && amxTakes(false, transB, m, k, ldb) && alpha != 0 {
-		checkBF16Product("SgemmBF16Train", transB, m, n, k, a, lda, b, ldb, c, ldc)
-		if n > 0 {
-			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
-		}
-		return
+	if !(bf16Train.Load() && amxProduct("SgemmBF16Train", false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+		SgemmBF16(false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
-	SgemmBF16(false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// amxProduct computes the product on the AMX tiles and reports true, or reports false (nothing done) where
+// they cannot take it (amxTakes). name is the caller's, for a panic on slices too short for the shape.
+func amxProduct(name string, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+	beta float32, c []float32, ldc int) bool {
+	if !amxTakes(transA, transB, m, k, ldb) || alpha == 0 {
+		return false
+	}
+	checkBF16Product(name, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if n > 0 {
+		amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
+	}
+	return true
 }
 
 // checkBF16Product panics unless the slices hold the product's matrices.
@@ -117,11 +126,7 @@ func checkBF16Product(name string, transB bool, m, n, k int, a []float32, lda in
 // Training's products take SgemmBF16Train.
 func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
-	if bf16Dot.Load() && amxTakes(transA, transB, m, k, ldb) && alpha != 0 {
-		checkBF16Product("SgemmBF16Infer", transB, m, n, k, a, lda, b, ldb, c, ldc)
-		if n > 0 {
-			amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
-		}
+	if bf16Dot.Load() && amxProduct("SgemmBF16Infer", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
 	if transB && !transA && m >= 2 && m <= tilesMaxRows && k >= 32 && bf16Dot.Load() {
