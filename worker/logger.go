@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -57,11 +58,14 @@ func (l *Logger) Error(msg string, keyvals ...any) {
 // expected reports whether a log entry's error is the cancellation of an
 // activity or workflow: the SDK logs an activity that stops because its job
 // was cancelled as "Activity error." and a heartbeat that learns of it as a
-// warning, but a cancel is normal operation, not something to page about.
+// warning, but a cancel is normal operation, not something to page about. A
+// heartbeat sent as its activity's context is cancelled (a job paused while
+// it waits its turn) fails with the frontend's Canceled status.
 func expected(keyvals []any) bool {
 	for i := 1; i < len(keyvals); i += 2 {
 		if err, ok := keyvals[i].(error); ok {
-			return errors.Is(err, context.Canceled) || temporal.IsCanceledError(err)
+			var canceled *serviceerror.Canceled
+			return errors.Is(err, context.Canceled) || temporal.IsCanceledError(err) || errors.As(err, &canceled)
 		}
 	}
 	return false
