@@ -21,10 +21,14 @@ func PackedAMXBytes(n, k int) int64 {
 	return int64((n+31)/32*32) * int64((k+31)/32*32) * 2
 }
 
-// PackAMX lays out the n × k bfloat16 matrix w (row stride ldw) for SgemmPackedAMX; nil where the CPU has
-// no AMX tiles, or for an odd k or stride (the pairs are 32-bit words of W's rows).
+// PacksAMX reports whether PackAMX lays out an n × k matrix (with an even row stride): where the CPU has AMX
+// tiles, for an even k of at least one tile's 32 values, as the other products take the tiles (amxTakes).
+func PacksAMX(n, k int) bool { return amxPanelT != nil && n > 0 && k >= 32 && k%2 == 0 }
+
+// PackAMX lays out the n × k bfloat16 matrix w (row stride ldw) for SgemmPackedAMX; nil where PacksAMX says
+// no, or for an odd stride (the pairs are 32-bit words of W's rows).
 func PackAMX(n, k int, w []uint16, ldw int) *PackedAMX {
-	if amxPanelT == nil || k%2 != 0 || ldw%2 != 0 || n <= 0 || k <= 0 {
+	if !PacksAMX(n, k) || ldw%2 != 0 {
 		return nil
 	}
 	if ldw < k || len(w) < (n-1)*ldw+k {

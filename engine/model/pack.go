@@ -72,7 +72,7 @@ func (w *Weights) PackedBytes() int64 {
 // matrices they replace), as estimated before loading them.
 func PackedBytes(c Config) int64 {
 	added := func(rows, cols int) int64 {
-		if linalg.AMXServesBatches() && cols%2 == 0 {
+		if linalg.AMXServesBatches() && linalg.PacksAMX(rows, cols) {
 			return linalg.PackedAMXBytes(rows, cols)
 		}
 		n := linalg.PackedBF16Bytes(rows, cols)

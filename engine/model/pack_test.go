@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"github.com/trainyard/trainyard/engine/linalg"
 	"math"
 	"math/rand"
 	"testing"
@@ -103,5 +104,40 @@ func closeTo(t *testing.T, what string, got, want []float32) {
 		if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5+1e-4*math.Abs(float64(want[i]))) {
 			t.Fatalf("%s[%d] = %v, unpacked %v", what, i, got[i], want[i])
 		}
+	}
+}
+
+// TestPackedForTheTiles: where AMX tiles take every batched product (linalg.AMXServesBatches), Pack lays the
+// matrices out for them, PackedBytes counts that copy, and a pass on the packed weights computes what one
+// on the row-major weights does (both through the tiles, which read the same values).
+func TestPackedForTheTiles(t *testing.T) {
+	if !linalg.SetBF16Train(true) {
+		t.Skip("no AMX tiles")
+	}
+	defer linalg.SetBF16Train(false)
+	linalg.SetBF16Dot(true)
+	defer linalg.SetBF16Dot(false)
+	ctx := context.Background()
+	configs := archConfigs() // matrices narrower than a tile's 32 values keep the blocked kernel's panels
+	small := smolLM2
+	small.VocabSize, small.Layers = 512, 2
+	configs["smollm2-2-layers"] = small
+	for name, cfg := range configs {
+		w := randomModel(t, cfg, 21)
+		plain, packed := w.ToBF16(), w.ToBF16()
+		packed.Pack()
+		if got, want := packed.MemoryBytes()-plain.MemoryBytes(), PackedBytes(cfg); got != want || got == 0 {
+			t.Errorf("%s: packing for the tiles added %d bytes, PackedBytes says %d", name, got, want)
+		}
+		seqs := [][]int{{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, {2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5}}
+		rows := []int{5, 11, 17, 23}
+		logits := func(w *Weights) []float32 {
+			p, err := w.Forward(ctx, seqs, PassOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append([]float32(nil), p.Logits(rows)...)
+		}
+		closeAll(t, name+" logits", logits(packed), logits(plain))
 	}
 }
