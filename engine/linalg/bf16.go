@@ -97,16 +97,16 @@ func amxProduct(name string, transA, transB bool, m, n, k int, alpha float32, a 
 	if !amxTakes(transA, transB, m, k, ldb) || alpha == 0 {
 		return false
 	}
-	checkBF16Product(name, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	checkBF16Product(name, false, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if n > 0 {
 		amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
 	}
 	return true
 }
 
-// checkBF16Product panics unless the slices hold the product's matrices.
-func checkBF16Product(name string, transB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, c []float32, ldc int) {
-	checkMatrix("A", false, m, k, a, lda)
+// checkBF16Product panics unless the slices hold the product's matrices (B bfloat16); name is the caller's.
+func checkBF16Product(name string, transA, transB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, c []float32, ldc int) {
+	checkMatrix("A", transA, m, k, a, lda)
 	checkMatrix("C", false, m, n, c, ldc)
 	r, cl := k, n
 	if transB {
@@ -130,11 +130,7 @@ func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32
 		return
 	}
 	if transB && !transA && m >= 2 && m <= tilesMaxRows && k >= 32 && bf16Dot.Load() {
-		checkMatrix("A", false, m, k, a, lda)
-		checkMatrix("C", false, m, n, c, ldc)
-		if ldb < k || (n > 0 && len(b) < (n-1)*ldb+k) {
-			panic("linalg.SgemmBF16Infer: B too short for its shape and stride")
-		}
+		checkBF16Product("SgemmBF16Infer", false, true, m, n, k, a, lda, b, ldb, c, ldc)
 		if n == 0 {
 			return
 		}
@@ -212,15 +208,7 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	if m < 0 || n < 0 || k < 0 {
 		panic("linalg.SgemmBF16: negative dimension")
 	}
-	checkMatrix("A", transA, m, k, a, lda)
-	checkMatrix("C", false, m, n, c, ldc)
-	r, cl := k, n
-	if transB {
-		r, cl = n, k
-	}
-	if ldb < max(cl, 1) || (r > 0 && cl > 0 && len(b) < (r-1)*ldb+cl) {
-		panic("linalg.SgemmBF16: B too short for its shape and stride")
-	}
+	checkBF16Product("SgemmBF16", transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
