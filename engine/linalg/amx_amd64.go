@@ -95,8 +95,32 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 	// Workers claim runs of panels: one claim per panel of an LM head (thousands) made the claims' shared
 	// counter a tenth of a decoding step.
 	per := max(1, min(16, panels/(8*workers)))
-	bufs := make([][]uint16, workers)
-	outs := make([][]float32, workers)
+	// Each worker's panel buffer (unless pre holds the panels) and 32 × 32 block of sums, from the free
+	// lists: a decoding step makes hundreds of these products.
+	bufs := make([]*[]uint16, workers)
+	outs := make([]*[]float32, workers)
+	defer func() {
+		for w := range workers {
+			if bufs[w] != nil {
+				scratch16.put(bufs[w])
+			}
+			if outs[w] != nil {
+				putScratch(outs[w])
+			}
+		}
+	}()
+	work := func(w int) (buf []uint16, out []float32) {
+		if outs[w] == nil {
+			outs[w] = getScratch(32 * 32)
+		}
+		if pre == nil && bufs[w] == nil {
+			bufs[w] = scratch16.get(blockSteps * 32 * 32)
+		}
+		if bufs[w] != nil {
+			buf = *bufs[w]
+		}
+		return buf, *outs[w]
+	}
 	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are.
 	stream := int64(m)*int64(n)*4 >= amxStreamBytes && beta == 0 && k <= blockSteps*32 && (4*ldc)%64 == 0 &&
 		uintptr(unsafe.Pointer(&c[0]))%64 == 0
@@ -121,24 +145,21 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 				j0 := jp * 32
 				cols := min(32, n-j0)
 				mask := uint32(1)<<cols - 1
-				var buf []uint16
+				buf, out := work(w)
 				switch {
 				case pre != nil:
 					buf = pre.panel(jp)[p0/32*16*64:]
 				case transB:
-					buf = panelBuf(bufs, w, blockSteps)[:st*32*32]
+					buf = buf[:st*32*32]
 					panelT(buf, b, ldb, j0, cols, p0, kcur)
 				default:
-					buf = panelBuf(bufs, w, blockSteps)[:st*32*32]
+					buf = buf[:st*32*32]
 					packPairs32AVX512(&buf[0], &b[p0*ldb+j0], kcur, ldb, mask, &pairIndex[0])
 					clear(buf[(kcur+1)/2*64:])
 				}
-				if outs[w] == nil {
-					outs[w] = make([]float32, 32*32)
-				}
 				amxPanel(&amxCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
-					alpha: alpha, beta: bt, scratch: &outs[w][0], stream: boolWord(stream && cols == 32)})
+					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)})
 			}
 			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
 				for jp := u * per; jp < min(panels, u*per+per); jp++ {
@@ -147,14 +168,6 @@ func sgemmAMX(transB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 			})
 		}
 	}
-}
-
-// panelBuf is worker w's buffer for a panel of blockSteps steps.
-func panelBuf(bufs [][]uint16, w, blockSteps int) []uint16 {
-	if bufs[w] == nil {
-		bufs[w] = make([]uint16, blockSteps*32*32)
-	}
-	return bufs[w]
 }
 
 // panelT writes the panel of W's rows j0 .. j0+cols-1 over contraction values p0 .. p0+kc-1 (both even) in
