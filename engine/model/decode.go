@@ -96,20 +96,21 @@ func (c *Cache) checkPrefix(src *Cache, n int) {
 	}
 }
 
-// runs returns head h's keys and values in layer l for positions [from, to) as at most two contiguous runs:
-// the shared ones (from the base) and the cache's own. Each run's start is its first position.
-func (c *Cache) runs(l, h, from, to int) []kvRun {
-	var rs []kvRun
+// runs returns head h's keys and values in layer l for positions [from, to) as at most two contiguous runs,
+// rs[:n]: the shared ones (from the base) and the cache's own. Each run's start is its first position. An
+// array, not a slice, so that attention's every head and layer does not allocate one.
+func (c *Cache) runs(l, h, from, to int) (rs [2]kvRun, n int) {
 	if from < c.baseLen {
 		b := c.base
 		end := min(to, c.baseLen)
-		rs = append(rs, kvRun{k: b.head(b.K[l], h)[from*c.hd : end*c.hd], v: b.head(b.V[l], h)[from*c.hd : end*c.hd], start: from, n: end - from})
-		from = end
+		rs[n] = kvRun{k: b.head(b.K[l], h)[from*c.hd : end*c.hd], v: b.head(b.V[l], h)[from*c.hd : end*c.hd], start: from, n: end - from}
+		n, from = n+1, end
 	}
 	if from < to {
-		rs = append(rs, kvRun{k: c.head(c.K[l], h)[from*c.hd : to*c.hd], v: c.head(c.V[l], h)[from*c.hd : to*c.hd], start: from, n: to - from})
+		rs[n] = kvRun{k: c.head(c.K[l], h)[from*c.hd : to*c.hd], v: c.head(c.V[l], h)[from*c.hd : to*c.hd], start: from, n: to - from}
+		n++
 	}
-	return rs
+	return rs, n
 }
 
 // kvRun is n of a head's cached positions from position start on, keys and values contiguous (n rows of hd).
@@ -118,13 +119,30 @@ type kvRun struct {
 	start, n int
 }
 
+// scoreRuns sets the scores of rows queries (q, stride ldq) against every run's keys, scaled: column
+// r.start − from of s (stride lds) on.
+func scoreRuns(runs []kvRun, rows, hd int, scale float32, q []float32, ldq int, s []float32, lds, from int) {
+	for _, r := range runs {
+		linalg.Sgemm(false, true, rows, r.n, hd, scale, q, ldq, r.k, hd, 0, s[r.start-from:], lds)
+	}
+}
+
+// weighRuns sets out (stride ldo) to the rows of weights in s (laid out as scoreRuns wrote them) times the
+// runs' values, summed over the runs.
+func weighRuns(runs []kvRun, rows, hd int, s []float32, lds, from int, out []float32, ldo int) {
+	for j, r := range runs {
+		linalg.Sgemm(false, false, rows, hd, r.n, 1, s[r.start-from:], lds, r.v, hd, float32(min(j, 1)), out, ldo)
+	}
+}
+
 // CopyPrefix fills the empty cache c with the first n positions src holds (a prompt, or the start of one,
 // that another request prefilled); c must have room for them.
 func (c *Cache) CopyPrefix(src *Cache, n int) {
 	c.checkPrefix(src, n)
 	for l := range c.K {
 		for h := range c.heads {
-			for _, r := range src.runs(l, h, 0, n) {
+			rs, nr := src.runs(l, h, 0, n)
+			for _, r := range rs[:nr] {
 				copy(c.head(c.K[l], h)[r.start*c.hd:], r.k)
 				copy(c.head(c.V[l], h)[r.start*c.hd:], r.v)
 			}
@@ -287,30 +305,23 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 			m := n - lo
 			sc := p.workerScratch(wk, group*m)
 			q := lc.q[r0*qd+kvh*group*hd:]
-			runs := ca.runs(l, kvh, lo, n)
-			for _, r := range runs {
-				linalg.Sgemm(false, true, group, r.n, hd, scale, q, hd, r.k, hd, 0, sc[r.start-lo:], m)
-			}
+			rs, nr := ca.runs(l, kvh, lo, n)
+			scoreRuns(rs[:nr], group, hd, scale, q, hd, sc, m, lo)
 			for g := range group {
 				if cp > 0 {
 					softcap(sc[g*m:(g+1)*m], cp)
 				}
 				softmaxCausalRow(sc[g*m:(g+1)*m], m-1)
 			}
-			for j, r := range runs {
-				linalg.Sgemm(false, false, group, hd, r.n, 1, sc[r.start-lo:], m, r.v, hd, float32(min(j, 1)),
-					lc.att[r0*qd+kvh*group*hd:], hd)
-			}
+			weighRuns(rs[:nr], group, hd, sc, m, lo, lc.att[r0*qd+kvh*group*hd:], hd)
 			return
 		}
 		// A chunk: per query head, its T rows against every position, row t masked past position Len+t.
 		sc := p.workerScratch(wk, T*n)
-		runs := ca.runs(l, kvh, 0, n)
+		rs, nr := ca.runs(l, kvh, 0, n)
 		for g := range group {
 			h := kvh*group + g
-			for _, r := range runs {
-				linalg.Sgemm(false, true, T, r.n, hd, scale, lc.q[r0*qd+h*hd:], qd, r.k, hd, 0, sc[r.start:], n)
-			}
+			scoreRuns(rs[:nr], T, hd, scale, lc.q[r0*qd+h*hd:], qd, sc, n, 0)
 			for t := range T {
 				row, i := sc[t*n:(t+1)*n], ca.Len+t
 				lo := windowStart(i, win)
@@ -319,10 +330,7 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 				}
 				softmaxWindowRow(row, lo, i)
 			}
-			for j, r := range runs {
-				linalg.Sgemm(false, false, T, hd, r.n, 1, sc[r.start:], n, r.v, hd, float32(min(j, 1)),
-					lc.att[r0*qd+h*hd:], qd)
-			}
+			weighRuns(rs[:nr], T, hd, sc, n, 0, lc.att[r0*qd+h*hd:], qd)
 		}
 	}
 	if len(p.decode) == 1 && p.N == 1 {
