@@ -160,8 +160,10 @@ type state struct {
 	reason  string
 	con     Constraint // nil when unconstrained
 	mask    []bool     // scratch for con
-	// Scratch of choose, reused token after token: log-probabilities, sampling weights, sort keys and ids.
+	// Scratch of choose, reused token after token: log-probabilities, sampling weights, the weights' sums
+	// by block (draw), sort keys and ids.
 	lp, w []float32
+	sums  []float64
 	keys  []uint64
 	order []int
 	// picked says pickID (with lp) is the next token, chosen ahead by pick.
