@@ -27,8 +27,13 @@ func (m Machine) Bound(c Cost, peak float64) time.Duration {
 // MixedBound is Bound with c's products with the base at basePeak and the rest (attention, adapters) at
 // peak: a step whose base products run on AMX tiles and everything else on float32 FMAs.
 func (m Machine) MixedBound(c Cost, basePeak, peak float64) time.Duration {
-	s := math.Max(c.Bytes/m.Bandwidth, c.BaseFLOPs/basePeak+(c.FLOPs-c.BaseFLOPs)/peak)
+	s := math.Max(c.Bytes/m.Bandwidth, c.ComputeSeconds(basePeak, peak))
 	return time.Duration(s * float64(time.Second))
+}
+
+// ComputeSeconds is how long c's FLOPs take at the peaks: the base's at basePeak, the rest at peak.
+func (c Cost) ComputeSeconds(basePeak, peak float64) float64 {
+	return c.BaseFLOPs/basePeak + (c.FLOPs-c.BaseFLOPs)/peak
 }
 
 // projParams is the parameters of the seven projections of one layer, and loraParams the parameters of

@@ -77,7 +77,7 @@ func (t table) boundCell(r result, c roofline.Cost) string {
 		basePeak, name = t.m.AMXPeak, "AMX+fp32"
 	}
 	bound := t.m.MixedBound(c, basePeak, peak)
-	if c.Bytes/t.m.Bandwidth > c.BaseFLOPs/basePeak+(c.FLOPs-c.BaseFLOPs)/peak {
+	if c.Bytes/t.m.Bandwidth > c.ComputeSeconds(basePeak, peak) {
 		name = "memory"
 	}
 	return fmt.Sprintf("%.0f%% (%s)", 100*bound.Seconds()/r.elapsed().Seconds(), name)
