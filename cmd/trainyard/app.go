@@ -49,9 +49,9 @@ func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
 		// 270M RL step measured 1.62 GB against a 1.5 GB limit without this, 1.43 GB with it).
 		debug.SetMemoryLimit(lim)
 	}
-	// Process-wide, and before any base loads: with AMX tiles taking every batched product, bases are not
-	// packed for the blocked kernel (linalg.AMXServesBatches).
-	log.Info("matrix products", zap.String("kernels", linalg.Backend()), zap.Bool("amx", linalg.AMX()),
+	// Process-wide, and before any base loads: with the pair products taking every batched product, bases
+	// are not packed for the blocked kernel (linalg.PairsServeBatches).
+	log.Info("matrix products", zap.String("kernels", linalg.Backend()), zap.String("bf16_tiles", linalg.PairsKernel()),
 		zap.Bool("chat_bf16_products", linalg.SetBF16Dot(cfg.Chat.BF16Dot)),
 		zap.Bool("train_bf16_products", linalg.SetBF16Train(cfg.Worker.BF16Train)))
 	a := &app{cfg: cfg, inf: inf, log: log, bases: openCatalog(cfg, log)}

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func amxPanel(p *amxCall)
+// func amxPanel(p *pairCall)
 // Requires: AMX-TILE, AMX-BF16, AVX512F
 TEXT ·amxPanel(SB), NOSPLIT, $0-8
 	MOVQ p+0(FP), DI

@@ -5,10 +5,10 @@
 package linalg
 
 // amxPanel multiplies blocks of 32 rows of bfloat16 activations by a panel of 32 columns of bfloat16
-// weights in AMX's pair layout into C (see amxCall).
+// weights in AMX's pair layout into C (see pairCall).
 //
 //go:noescape
-func amxPanel(p *amxCall)
+func amxPanel(p *pairCall)
 
 // amxPeak runs iters iterations of 8 TDPBF16PS on tiles held in registers (configured by cfg).
 //

@@ -35,71 +35,79 @@ func SetBF16Dot(on bool) bool {
 // BF16Dot reports whether SgemmBF16Infer uses bfloat16 dot products.
 func BF16Dot() bool { return bf16Dot.Load() }
 
-// amxProducts, when set (AMX tiles, amx_amd64.go), multiplies float32 activations rounded to bfloat16 with
-// bfloat16 weights on tiles of 16 × 16 float32 sums: C = alpha·A·op(B) + beta·C with op(B) = Bᵀ (B n × k,
+// pairProducts, when set (pairs_amd64.go: AMX tiles, or VDPBF16PS register tiles where the CPU has
+// avx512_bf16 and no AMX), multiplies float32 activations rounded to bfloat16 with bfloat16 weights, float32
+// sums: C = alpha·A·op(B) + beta·C with op(B) = Bᵀ (B n × k,
 // transB) or B (k × n), A row-major.
 // With pre (op(B) = Bᵀ only), B's panels come from that packed copy and b is not read.
-var amxProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedAMX,
+var pairProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
 	beta float32, c []float32, ldc int)
 
-// bf16Train says whether SgemmBF16Train rounds activations to bfloat16 for AMX: on where the CPU has the
-// tiles, unless SetBF16Train turned it off.
+// bf16Train says whether SgemmBF16Train rounds activations to bfloat16 for the pair products: on where the
+// CPU has them, unless SetBF16Train turned it off.
 var bf16Train atomic.Bool
 
-// SetBF16Train turns training's bfloat16 products (SgemmBF16Train on AMX tiles) on or off (on by default
-// where the CPU has them) and reports whether they are on now: never on a CPU without them.
+// SetBF16Train turns training's bfloat16 products (SgemmBF16Train on the pair products) on or off (on by
+// default where the CPU has them) and reports whether they are on now: never on a CPU without them.
 func SetBF16Train(on bool) bool {
-	bf16Train.Store(on && amxProducts != nil)
+	bf16Train.Store(on && pairProducts != nil)
 	return bf16Train.Load()
 }
 
 // BF16Train reports whether SgemmBF16Train rounds activations to bfloat16.
 func BF16Train() bool { return bf16Train.Load() }
 
-// AMX reports whether this CPU's AMX tiles are in use: SgemmBF16Infer takes them while BF16Dot is on, and
+// Pairs reports whether this CPU has the pair products: SgemmBF16Infer takes them while BF16Dot is on, and
 // SgemmBF16Train while BF16Train is.
-func AMX() bool { return amxProducts != nil }
+func Pairs() bool { return pairProducts != nil }
 
-// AMXServesBatches reports whether the AMX tiles take every batched product with a frozen base, training's
-// and chat's, so that a layout packed for the blocked kernel (PackBF16) would never be read.
-func AMXServesBatches() bool { return amxProducts != nil && bf16Train.Load() && bf16Dot.Load() }
+// PairsKernel names the pair products' kernel here ("AMX tiles" or "VDPBF16PS tiles"), "" where there are
+// none.
+func PairsKernel() string { return pairsKernel }
 
-// amxMinRows is the fewest rows of A a product takes to the AMX tiles: fewer leave most of a tile's 16 rows
-// empty, and the register tiles over the row-major weights do as well.
-const amxMinRows = 8
+var pairsKernel string
 
-// AMXMinRows is the fewest rows of A that SgemmPackedAMX is worth calling for (the other products decide for
+// PairsServeBatches reports whether the pair products take every batched product with a frozen base,
+// training's and chat's, so that a layout packed for the blocked kernel (PackBF16) would never be read.
+func PairsServeBatches() bool { return pairProducts != nil && bf16Train.Load() && bf16Dot.Load() }
+
+// pairsMinRows is the fewest rows of A a product takes to the pair products: fewer leave most of an AMX
+// tile's 16 rows (a dotPanel tile's 8) empty, and the register tiles over the row-major weights do as well.
+const pairsMinRows = 8
+
+// PairsMinRows is the fewest rows of A that SgemmPackedPairs is worth calling for (the other products decide for
 // themselves).
-const AMXMinRows = amxMinRows
+const PairsMinRows = pairsMinRows
 
-// amxTakes reports whether sgemmAMX can compute the product: row-major A, a contraction of at least one
+// pairsTake reports whether sgemmPairs can compute the product: row-major A, a contraction of at least one
 // tile's 32 values, and for op(B) = Bᵀ whole 32-bit pairs of B's rows.
-func amxTakes(transA, transB bool, m, k, ldb int) bool {
-	return amxProducts != nil && !transA && m >= amxMinRows && k >= 32 && (!transB || (k%2 == 0 && ldb%2 == 0))
+func pairsTake(transA, transB bool, m, k, ldb int) bool {
+	return pairProducts != nil && !transA && m >= pairsMinRows && k >= 32 && (!transB || (k%2 == 0 && ldb%2 == 0))
 }
 
 // SgemmBF16Train is SgemmBF16 for a training step's products with the frozen base (x·Wᵀ forward, dy·W
-// backward): on a CPU with AMX tiles, unless SetBF16Train(false), the rows of A (activations or output
-// gradients) are rounded to bfloat16 and multiplied with the weights on the tiles, sums in float32 — mixed
+// backward): on a CPU with the pair products, unless SetBF16Train(false), the rows of A (activations or
+// output gradients) are rounded to bfloat16 and multiplied with the weights in bfloat16 (AMX tiles or
+// VDPBF16PS), sums in float32 — mixed
 // precision as PyTorch's autocast does it; the adapters, their gradients and the optimizer stay float32. The
 // logits and LoRA gradients this moves are bounded in engine/model's TestBF16TrainProducts.
 func SgemmBF16Train(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
-	if !(bf16Train.Load() && amxProduct("SgemmBF16Train", false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+	if !(bf16Train.Load() && pairProduct("SgemmBF16Train", false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
 		SgemmBF16(false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 
-// amxProduct computes the product on the AMX tiles and reports true, or reports false (nothing done) where
-// they cannot take it (amxTakes). name is the caller's, for a panic on slices too short for the shape.
-func amxProduct(name string, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
+// pairProduct computes the product with the pair products and reports true, or reports false (nothing done) where
+// they cannot take it (pairsTake). name is the caller's, for a panic on slices too short for the shape.
+func pairProduct(name string, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) bool {
-	if !amxTakes(transA, transB, m, k, ldb) || alpha == 0 {
+	if !pairsTake(transA, transB, m, k, ldb) || alpha == 0 {
 		return false
 	}
 	checkBF16Product(name, false, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if n > 0 {
-		amxProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
+		pairProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
 	}
 	return true
 }
@@ -121,12 +129,13 @@ func checkBF16Product(name string, transA, transB bool, m, n, k int, a []float32
 // unless SetBF16Dot(false), a product of 2 to 64 rows rounds those rows of activations to bfloat16 and
 // multiplies them with the weights in bfloat16 dot products, accumulated in float32 — twice the multiply-adds
 // per instruction, at the cost of the activations' rounding (a relative 2⁻⁹ per value; logits and log-probabilities
-// moved by at most 0.0072 at SmolLM2-135M's width, engine/model's TestBF16DotLogits). Where the CPU has AMX
-// tiles, products of AMXMinRows rows or more (any number, prefilling too) take them, with the same rounding.
+// moved by at most 0.0072 at SmolLM2-135M's width, engine/model's TestBF16DotLogits). Products of
+// PairsMinRows rows or more (any number, prefilling too) take the pair products (AMX tiles, or the VDPBF16PS
+// panel tiles), with the same rounding.
 // Training's products take SgemmBF16Train.
 func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,
 	beta float32, c []float32, ldc int) {
-	if bf16Dot.Load() && amxProduct("SgemmBF16Infer", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+	if bf16Dot.Load() && pairProduct("SgemmBF16Infer", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
 	if transB && !transA && m >= 2 && m <= tilesMaxRows && k >= 32 && bf16Dot.Load() {

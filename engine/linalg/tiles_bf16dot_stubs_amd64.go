@@ -31,3 +31,9 @@ func dotTile3x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32
 //
 //go:noescape
 func dotTile4x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32)
+
+// dotPanel is amxPanel's product (see pairCall) on VDPBF16PS register tiles of 8 rows × 32 columns,
+// avx512_bf16, for CPUs without AMX tiles.
+//
+//go:noescape
+func dotPanel(p *pairCall)

@@ -28,12 +28,12 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 	w32.Init(1)
 	w, packed := w32.ToBF16(), w32.ToBF16()
 	packed.Pack() // as the service holds a base
-	var amx *Weights
-	if linalg.AMX() { // as the service holds a base where AMX tiles take its batches
+	var pairs *Weights
+	if linalg.Pairs() { // as the service holds a base where the pair products take its batches
 		linalg.SetBF16Dot(true)
 		linalg.SetBF16Train(true)
-		amx = w32.ToBF16()
-		amx.Pack()
+		pairs = w32.ToBF16()
+		pairs.Pack()
 		linalg.SetBF16Train(false)
 	}
 	w32 = nil
@@ -51,8 +51,8 @@ func BenchmarkDecodeRollouts(b *testing.B) {
 			}
 			linalg.SetBF16Dot(dot)
 			benchDecodeStep(b, name, w, cfg, batch, rng)
-			if dot && amx != nil {
-				benchDecodeStep(b, fmt.Sprintf("amx/%d", batch), amx, cfg, batch, rng)
+			if dot && pairs != nil {
+				benchDecodeStep(b, fmt.Sprintf("pairs/%d", batch), pairs, cfg, batch, rng)
 			}
 			if !dot {
 				benchDecodeStep(b, fmt.Sprintf("packed/%d", batch), packed, cfg, batch, rng)

@@ -23,9 +23,10 @@ type Mat struct {
 	// and BF16 is nil; elsewhere BF16 stays for products of fewer than packedMinRows rows and bfloat16 dot
 	// products. Either way the matrix must not change after Pack.
 	packed *linalg.PackedBF16
-	// amx replaces packed where AMX tiles take every batched product (linalg.AMXServesBatches): the matrix in
-	// the tiles' pair layout, read by x·Mᵀ of linalg.AMXMinRows rows or more.
-	amx *linalg.PackedAMX
+	// pairs replaces packed where the pair products (AMX tiles, or VDPBF16PS tiles) take every batched
+	// product (linalg.PairsServeBatches): the matrix in their pair layout, read by x·Mᵀ of
+	// linalg.PairsMinRows rows or more.
+	pairs *linalg.PackedPairs
 }
 
 // packedMinRows is the fewest rows of x for which x·Mᵀ takes the packed matrix: below it the register tiles,
@@ -37,12 +38,12 @@ const packedMinRows = 24
 // pack lays out a bfloat16 matrix for the blocked kernel (a no-op for float32 ones, which the kernel packs
 // as it goes).
 func (m *Mat) pack() {
-	if m.BF16 != nil && m.amx == nil && linalg.AMXServesBatches() {
-		if m.amx = linalg.PackAMX(m.Rows, m.Cols, m.BF16, m.Cols); m.amx != nil {
+	if m.BF16 != nil && m.pairs == nil && linalg.PairsServeBatches() {
+		if m.pairs = linalg.PackPairs(m.Rows, m.Cols, m.BF16, m.Cols); m.pairs != nil {
 			return
 		}
 	}
-	if m.BF16 != nil && m.packed == nil && m.amx == nil {
+	if m.BF16 != nil && m.packed == nil && m.pairs == nil {
 		m.packed = linalg.PackBF16(m.Rows, m.Cols, m.BF16, m.Cols)
 		if linalg.PackedReplacesRowMajor(m.Rows) {
 			m.BF16 = nil
@@ -57,11 +58,11 @@ func newMat(rows, cols int, dtype DType) Mat {
 	return Mat{Rows: rows, Cols: cols, F32: make([]float32, rows*cols)}
 }
 
-// MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows]: a training pass's product, on AMX
-// tiles where linalg.BF16Train says so.
+// MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows]: a training pass's product, with
+// the pair products where linalg.BF16Train says so.
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
-	if m.amx != nil && linalg.BF16Train() && n >= linalg.AMXMinRows {
-		linalg.SgemmPackedAMX(n, 1, x, m.Cols, m.amx, beta, y, m.Rows)
+	if m.pairs != nil && linalg.BF16Train() && n >= linalg.PairsMinRows {
+		linalg.SgemmPackedPairs(n, 1, x, m.Cols, m.pairs, beta, y, m.Rows)
 		return
 	}
 	if m.BF16 != nil && linalg.BF16Train() {
@@ -85,15 +86,16 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 // packed matrix's panel tiles take it instead where they beat the dot products (linalg.PanelsBeatDot: on an
 // avx512_bf16 Xeon a decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary takes 81 ms
 // against 106 on 2 cores, BenchmarkDecodeRollouts' packed/32 and bf16dot/32; on AMD's Zen 4 the dot
-// products win). Where AMX tiles take the batches (m.amx), linalg.AMXMinRows rows or more go to them: 57 ms
-// for that step (amx/32).
+// products win). Where the pair products take the batches (m.pairs), linalg.PairsMinRows rows or more go to
+// them: 57 ms for that step on the Xeon's AMX tiles (pairs/32); on a Zen 5 EPYC 74–103 ms on its VDPBF16PS
+// tiles against 95–114 for the dot products over the row-major weights.
 func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
 	switch {
-	case m.amx != nil && infer && linalg.BF16Dot() && n >= linalg.AMXMinRows:
-		linalg.SgemmPackedAMX(n, 1, x, m.Cols, m.amx, beta, y, m.Rows)
+	case m.pairs != nil && infer && linalg.BF16Dot() && n >= linalg.PairsMinRows:
+		linalg.SgemmPackedPairs(n, 1, x, m.Cols, m.pairs, beta, y, m.Rows)
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
-	case m.BF16 != nil && infer && (linalg.AMX() && linalg.BF16Dot() || m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
+	case m.BF16 != nil && infer && (linalg.Pairs() && linalg.BF16Dot() || m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
 		linalg.SgemmBF16Infer(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 	default:
 		m.MulT(n, x, beta, y)
@@ -136,8 +138,8 @@ func (m *Mat) Bytes() int64 {
 	if m.packed != nil {
 		n += m.packed.Bytes()
 	}
-	if m.amx != nil {
-		n += m.amx.Bytes()
+	if m.pairs != nil {
+		n += m.pairs.Bytes()
 	}
 	return n
 }

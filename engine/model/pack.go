@@ -55,8 +55,8 @@ func (w *Weights) PackedBytes() int64 {
 		if m.packed != nil {
 			n += m.packed.Bytes()
 		}
-		if m.amx != nil {
-			n += m.amx.Bytes()
+		if m.pairs != nil {
+			n += m.pairs.Bytes()
 		}
 	}
 	for l := range w.Layers {
@@ -72,8 +72,8 @@ func (w *Weights) PackedBytes() int64 {
 // matrices they replace), as estimated before loading them.
 func PackedBytes(c Config) int64 {
 	added := func(rows, cols int) int64 {
-		if linalg.AMXServesBatches() && linalg.PacksAMX(rows, cols) {
-			return linalg.PackedAMXBytes(rows, cols)
+		if linalg.PairsServeBatches() && linalg.PacksPairs(rows, cols) {
+			return linalg.PackedPairsBytes(rows, cols)
 		}
 		n := linalg.PackedBF16Bytes(rows, cols)
 		if linalg.PackedReplacesRowMajor(rows) {

@@ -107,12 +107,12 @@ func closeTo(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-// TestPackedForTheTiles: where AMX tiles take every batched product (linalg.AMXServesBatches), Pack lays the
+// TestPackedForTheTiles: where the pair products take every batched product (linalg.PairsServeBatches), Pack lays the
 // matrices out for them, PackedBytes counts that copy, and a pass on the packed weights computes what one
 // on the row-major weights does (both through the tiles, which read the same values).
 func TestPackedForTheTiles(t *testing.T) {
 	if !linalg.SetBF16Train(true) {
-		t.Skip("no AMX tiles")
+		t.Skip("no pair products (AMX tiles or avx512_bf16) on this CPU")
 	}
 	defer linalg.SetBF16Train(false)
 	linalg.SetBF16Dot(true)

@@ -59,7 +59,7 @@ func runCompare(o compareOptions) error {
 		defer runtime.GOMAXPROCS(prev)
 		return roofline.Measure(o.threads)
 	}
-	t := table{m: measure(), dot: linalg.BF16Dot(), amxTrain: linalg.BF16Train(), amxInfer: linalg.AMX() && linalg.BF16Dot(),
+	t := table{m: measure(), dot: linalg.BF16Dot(), pairsTrain: linalg.BF16Train(), pairsInfer: linalg.Pairs() && linalg.BF16Dot(),
 		seqLen: o.seqLen}
 	for _, sh := range shapes {
 		if o.only != "" && !containsFold(strings.Split(o.only, ","), sh.name) {

@@ -20,18 +20,19 @@ type table struct {
 	// dot says whether the engine's inference products of 2–64 rows take bfloat16 dot products
 	// (linalg.BF16Dot), which sets the peak its batched decoding is compared with.
 	dot bool
-	// amxTrain and amxInfer say whether the engine's products with the frozen base take AMX tiles in
-	// training (linalg.BF16Train) and in inference of 8 rows or more (linalg.AMX with BF16Dot).
-	amxTrain, amxInfer bool
-	seqLen             int
-	rows               []row
+	// pairsTrain and pairsInfer say whether the engine's products with the frozen base take the pair
+	// products (AMX tiles, or VDPBF16PS tiles on avx512_bf16 without AMX) in training (linalg.BF16Train) and
+	// in inference of 8 rows or more (linalg.Pairs with BF16Dot).
+	pairsTrain, pairsInfer bool
+	seqLen                 int
+	rows                   []row
 }
 
 // peak is the arithmetic peak a measurement is compared with, and its name: the bfloat16 dot-product peak
 // for the engine's decoding of 2–64 rows where those products take bfloat16 dot products, the float32
-// multiply-add peak for everything else. PyTorch computes in float32, and so does the engine without AMX
-// tiles (its frozen base stored in bfloat16 and widened in registers); decoding one row is a float32
-// matrix-vector product.
+// multiply-add peak for everything else. PyTorch computes in float32, and so does the engine without the
+// pair products (its frozen base stored in bfloat16 and widened in registers); decoding one row is a
+// float32 matrix-vector product.
 func (t table) peak(r result) (float64, string) {
 	if r.System == "engine" && r.Work == "decode" && r.Batch >= 2 && r.Batch <= 64 && t.dot && t.m.DotPeak > 0 {
 		return t.m.DotPeak, "bf16"
@@ -39,28 +40,38 @@ func (t table) peak(r result) (float64, string) {
 	return t.m.FMAPeak, "fp32"
 }
 
-// amx reports whether the engine's products with the frozen base ran on AMX tiles in r: training steps
-// (BF16Train), and prefilling or decoding 8 rows or more (BF16Dot).
-func (t table) amx(r result) bool {
-	if r.System != "engine" || t.m.AMXPeak == 0 {
+// pairsPeak is the peak of the pair products' instructions and the name of a roofline that takes the base's
+// FLOPs at it and the rest at the float32 peak: AMX tiles where the CPU has them, else bfloat16 dot
+// products; 0 where it has neither.
+func (t table) pairsPeak() (float64, string) {
+	if t.m.AMXPeak > 0 {
+		return t.m.AMXPeak, "AMX+fp32"
+	}
+	return t.m.DotPeak, "bf16+fp32"
+}
+
+// pairs reports whether the engine's products with the frozen base ran on the pair products in r: training
+// steps (BF16Train), and prefilling or decoding 8 rows or more (BF16Dot).
+func (t table) pairs(r result) bool {
+	if peak, _ := t.pairsPeak(); r.System != "engine" || peak == 0 {
 		return false
 	}
 	switch r.Work {
 	case "rl", "sft":
-		return t.amxTrain
+		return t.pairsTrain
 	case "prefill":
-		return t.amxInfer && r.Tokens/max(r.Batch, 1) >= 8
+		return t.pairsInfer && r.Tokens/max(r.Batch, 1) >= 8
 	case "decode":
-		return t.amxInfer && r.Batch >= 8
+		return t.pairsInfer && r.Batch >= 8
 	}
 	return false
 }
 
 // flopsCell is a measurement's GFLOP/s and its fraction of the peak it is compared with (the float32 peak
-// where AMX tiles took the base's products: the issue's yardstick, which they can pass).
+// where the pair products took the base's products: the issue's yardstick, which they can pass).
 func (t table) flopsCell(r result, c roofline.Cost) string {
 	peak, name := t.peak(r)
-	if t.amx(r) {
+	if t.pairs(r) {
 		peak, name = t.m.FMAPeak, "fp32"
 	}
 	rate := c.FLOPs / r.Seconds
@@ -68,13 +79,14 @@ func (t table) flopsCell(r result, c roofline.Cost) string {
 }
 
 // boundCell is the roofline bound as a fraction of the measured time, and which limit sets the bound:
-// memory (every byte read once at full bandwidth) or compute (every FLOP at the peak; where AMX tiles took
-// the base's products, those at the tiles' peak and the rest at the float32 one: "AMX+fp32").
+// memory (every byte read once at full bandwidth) or compute (every FLOP at the peak; where the pair
+// products took the base's products, those at their instructions' peak and the rest at the float32 one:
+// "AMX+fp32" or "bf16+fp32").
 func (t table) boundCell(r result, c roofline.Cost) string {
 	peak, _ := t.peak(r)
 	basePeak, name := peak, "compute"
-	if t.amx(r) {
-		basePeak, name = t.m.AMXPeak, "AMX+fp32"
+	if t.pairs(r) {
+		basePeak, name = t.pairsPeak()
 	}
 	bound := t.m.MixedBound(c, basePeak, peak)
 	if c.Bytes/t.m.Bandwidth > c.ComputeSeconds(basePeak, peak) {
@@ -109,12 +121,12 @@ func (t table) print(w io.Writer) {
 	}
 	fmt.Fprint(w, `
 GFLOP/s: useful FLOPs / measured time, as a percentage of the peak the row is compared with: fp32 is the
-cores' float32 multiply-add peak, bf16 their bfloat16 dot-product peak (the engine's decoding of 2–64 rows
-where the CPU has avx512_bf16 and no AMX tiles; PyTorch computes in float32). Where the CPU has AMX tiles
+cores' float32 multiply-add peak, bf16 their bfloat16 dot-product peak (the engine's decoding of 2–7 rows
+where the CPU has avx512_bf16; PyTorch computes in float32). Where the CPU has AMX tiles or avx512_bf16,
 the engine's products with the frozen base (training, and 8 rows or more of inference) run on them, with
 the activations rounded to bfloat16: those rows are still given as a share of the float32 peak, and their
-roofline takes the base's FLOPs at the AMX peak and the rest (attention, adapters) at the float32 one
-(AMX+fp32). Useful FLOPs (internal/roofline): a
+roofline takes the base's FLOPs at the AMX tiles' or the dot products' peak and the rest (attention,
+adapters) at the float32 one (AMX+fp32, bf16+fp32). Useful FLOPs (internal/roofline): a
 LoRA step is 4·N_base + 6·N_adapters per token (no weight gradients for the frozen base), the output head
 4·V·d per trained token, causal attention 6·heads·head_dim·T² per layer and sequence; a forward is 2·N per
 token plus attention. Work a system does beyond that (recomputation, masked positions) earns nothing.

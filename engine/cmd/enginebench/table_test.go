@@ -35,7 +35,7 @@ func TestRowsComparedWithTheirPeak(t *testing.T) {
 	}
 	// Where AMX tiles take the base's products: training compared with the float32 peak, its roofline the
 	// base's FLOPs at the tiles' peak plus the rest at the float32 one (0.04 + 0.1 s of 1 s).
-	amx := table{m: roofline.Machine{FMAPeak: 100e9, DotPeak: 200e9, AMXPeak: 1000e9, Bandwidth: 10e9}, dot: true, amxTrain: true, amxInfer: true}
+	amx := table{m: roofline.Machine{FMAPeak: 100e9, DotPeak: 200e9, AMXPeak: 1000e9, Bandwidth: 10e9}, dot: true, pairsTrain: true, pairsInfer: true}
 	mixed := roofline.Cost{FLOPs: 50e9, BaseFLOPs: 40e9, Bytes: 1e9}
 	if got := amx.flopsCell(result{System: "engine", Work: "rl", Seconds: 1}, mixed); got != "50 (50% of fp32)" {
 		t.Errorf("AMX training GFLOP/s cell %q", got)
@@ -45,6 +45,15 @@ func TestRowsComparedWithTheirPeak(t *testing.T) {
 	}
 	if got := amx.boundCell(result{System: "pytorch", Work: "rl", Seconds: 1}, mixed); got != "50% (compute)" {
 		t.Errorf("PyTorch's roofline cell %q where the engine has AMX", got)
+	}
+	// Where VDPBF16PS tiles take them (avx512_bf16, no AMX): the base's FLOPs at the dot products' peak
+	// (0.2 + 0.1 s of 1 s), and batched decoding's share of the float32 peak too.
+	dots := table{m: roofline.Machine{FMAPeak: 100e9, DotPeak: 200e9, Bandwidth: 10e9}, dot: true, pairsTrain: true, pairsInfer: true}
+	if got := dots.boundCell(result{System: "engine", Work: "sft", Seconds: 1}, mixed); got != "30% (bf16+fp32)" {
+		t.Errorf("VDPBF16PS training roofline cell %q", got)
+	}
+	if got := dots.flopsCell(result{System: "engine", Work: "decode", Batch: 8, Seconds: 1}, mixed); got != "50 (50% of fp32)" {
+		t.Errorf("VDPBF16PS decoding GFLOP/s cell %q", got)
 	}
 	// Without bfloat16 dot products every row is compared with the float32 peak.
 	tb.dot = false

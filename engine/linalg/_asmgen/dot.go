@@ -97,6 +97,7 @@ func writeDotTiles() error {
 		}
 		s.WriteString("\tVZEROUPPER\n\tRET\n")
 	}
+	dotPanel(&s, &g)
 	if err := os.WriteFile(*dotOut, []byte(s.String()), 0o644); err != nil {
 		return err
 	}
@@ -112,4 +113,125 @@ func vdpbf16ps(dst, src1, src2 int) string {
 	p2 := 0b10<<5 | inv(src1, 4)<<3
 	modrm := 0xC0 | (dst&7)<<3 | src2&7
 	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x52; BYTE $0x%02x", p0, p1, p2, modrm)
+}
+
+// dotPanel writes dotPanel(p *pairCall), amxPanel's product (the same call, the same layouts: rows of
+// bfloat16 activations, a panel of 32 columns in AMX's pair layout) on VDPBF16PS register tiles, for CPUs with
+// avx512_bf16 and no AMX tiles. A tile is 8 rows × 32 columns: 16 accumulators (row i in Z(2i), Z(2i+1)).
+// Each pair row of the panel is two zmm loads (its 32 columns' pairs), each row of A one 32-bit broadcast
+// of its pair, and the 16 VDPBF16PS that follow use them: 10 loads per 16 products, which leaves the
+// products, not the loads, to bound it. Rows go 8 at a time through all of the blocks' rows (lastRows in the
+// last), and each tile writes its rows of C itself: alpha·sums + beta·C (beta 0: C not read) under the
+// column mask, or non-temporal stores where the call streams.
+func dotPanel(s, g *strings.Builder) {
+	const name = "dotPanel"
+	fmt.Fprintf(g, "\n// %s is amxPanel's product (see pairCall) on VDPBF16PS register tiles of 8 rows × 32 columns,\n"+
+		"// avx512_bf16, for CPUs without AMX tiles.\n//\n//go:noescape\nfunc %s(p *pairCall)\n", name, name)
+	fmt.Fprintf(s, "\n// func %s(p *pairCall)\n// Requires: AVX512F, AVX512BW, AVX512_BF16\nTEXT ·%s(SB), NOSPLIT, $0-8\n", name, name)
+	w := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	label := func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
+	w("MOVQ p+0(FP), DI")
+	w("MOVQ %d(DI), AX", offMask)
+	w("KMOVW AX, K1")
+	w("SHRQ $16, AX")
+	w("KMOVW AX, K2")
+	w("VBROADCASTSS %d(DI), Z30", offAlpha)
+	w("VBROADCASTSS %d(DI), Z31", offBeta)
+	w("MOVL %d(DI), R14", offBeta)
+	w("ANDL $0x7fffffff, R14")
+	w("MOVQ %d(DI), SI", offA)
+	w("MOVQ %d(DI), R10", offLda)
+	w("LEAQ (R10)(R10*2), R11") // 3·lda
+	w("MOVQ %d(DI), DX", offC)
+	w("MOVQ %d(DI), R13", offLdc)
+	// R15: the rows left, (blocks-1)·32 + lastRows.
+	w("MOVQ %d(DI), R15", offBlocks)
+	w("DECQ R15")
+	w("SHLQ $5, R15")
+	w("ADDQ %d(DI), R15", offLastRows)
+	label("tile")
+	for z := 0; z < 16; z++ {
+		w("VPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	w("MOVQ SI, AX")
+	w("LEAQ (SI)(R10*4), R9")
+	w("MOVQ %d(DI), BX", offB)
+	w("MOVQ %d(DI), CX", offSteps)
+	// Row i of the tile: rows 0–3 from AX, 4–7 from R9, at lda, 2·lda and 3·lda (R11) past them.
+	rowMem := func(i, disp int) string {
+		base := "AX"
+		if i >= 4 {
+			base = "R9"
+		}
+		switch i % 4 {
+		case 0:
+			return fmt.Sprintf("%d(%s)", disp, base)
+		case 1:
+			return fmt.Sprintf("%d(%s)(R10*1)", disp, base)
+		case 2:
+			return fmt.Sprintf("%d(%s)(R10*2)", disp, base)
+		}
+		return fmt.Sprintf("%d(%s)(R11*1)", disp, base)
+	}
+	label("step")
+	// A step is 16 pair rows: 2 KiB of the panel, 64 bytes of each row of A.
+	for r := 0; r < 16; r++ {
+		w("VMOVDQU32 %d(BX), Z16", r*128)
+		w("VMOVDQU32 %d(BX), Z17", r*128+64)
+		for i := 0; i < 8; i++ {
+			a := 18 + i%4
+			w("VPBROADCASTD %s, Z%d", rowMem(i, 4*r), a)
+			w("%s // VDPBF16PS Z16, Z%d, Z%d", vdpbf16ps(2*i, 16, a), a, 2*i)
+			w("%s // VDPBF16PS Z17, Z%d, Z%d", vdpbf16ps(2*i+1, 17, a), a, 2*i+1)
+		}
+	}
+	w("ADDQ $64, AX")
+	w("ADDQ $64, R9")
+	w("ADDQ $2048, BX")
+	w("DECQ CX")
+	w("JNZ %s_step", name)
+	// CX: the tile's rows of C, min(8, rows left); R12 walks them.
+	w("MOVQ $8, CX")
+	w("CMPQ R15, CX")
+	w("CMOVQLT R15, CX")
+	w("MOVQ DX, R12")
+	w("CMPQ %d(DI), $0", offStream)
+	w("JNE %s_stream", name)
+	for i := 0; i < 8; i++ {
+		w("VMULPS Z30, Z%d, Z%d", 2*i, 2*i)
+		w("VMULPS Z30, Z%d, Z%d", 2*i+1, 2*i+1)
+		w("TESTL R14, R14")
+		w("JZ %s_store%d", name, i)
+		w("VMOVUPS.Z (R12), K1, Z26")
+		w("VFMADD231PS Z31, Z26, Z%d", 2*i)
+		w("VMOVUPS.Z 64(R12), K2, Z27")
+		w("VFMADD231PS Z31, Z27, Z%d", 2*i+1)
+		label(fmt.Sprintf("store%d", i))
+		w("VMOVUPS Z%d, K1, (R12)", 2*i)
+		w("VMOVUPS Z%d, K2, 64(R12)", 2*i+1)
+		w("ADDQ R13, R12")
+		w("DECQ CX")
+		w("JZ %s_next", name)
+	}
+	w("JMP %s_next", name)
+	// Streaming (beta 0, whole 64-byte aligned rows of 32 columns, the caller says so): see amxPanel.
+	label("stream")
+	for i := 0; i < 8; i++ {
+		w("VMULPS Z30, Z%d, Z%d", 2*i, 2*i)
+		w("VMULPS Z30, Z%d, Z%d", 2*i+1, 2*i+1)
+		w("VMOVNTPS Z%d, (R12)", 2*i)
+		w("VMOVNTPS Z%d, 64(R12)", 2*i+1)
+		w("ADDQ R13, R12")
+		w("DECQ CX")
+		w("JZ %s_next", name)
+	}
+	// The next 8 rows of A and C.
+	label("next")
+	w("LEAQ (SI)(R10*8), SI")
+	w("LEAQ (DX)(R13*8), DX")
+	w("SUBQ $8, R15")
+	w("JG %s_tile", name)
+	w("SFENCE")
+	w("VZEROUPPER")
+	w("RET")
 }

@@ -2,21 +2,41 @@ package linalg
 
 import (
 	"fmt"
+	"golang.org/x/sys/cpu"
 	"math"
 	"math/rand"
 	"testing"
 	"unsafe"
 )
 
-// TestAMX checks sgemmAMX against a float64 product of the same bfloat16-rounded activations and weights:
-// both ways of reading B, edges in every dimension (rows, columns and contraction values that are not
-// multiples of a tile's), contractions longer than one block, strides past the matrices, alpha and beta.
-// Every product of two bfloat16 values is exact in float32, so only the float32 sums' rounding remains.
-// Products x·Wᵀ are checked on a PackAMX copy of W too.
-func TestAMX(t *testing.T) {
-	if amxProducts == nil {
-		t.Skip("no AMX tiles on this CPU (or the kernel does not hand them out)")
+// withEachPanel runs fn once with each panel kernel this CPU has as pairPanel — AMX tiles where Linux grants
+// them, VDPBF16PS tiles where it has avx512_bf16 (an AMX Xeon has both) — and skips without either.
+func withEachPanel(t *testing.T, fn func(t *testing.T)) {
+	if pairProducts == nil {
+		t.Skip("no pair products on this CPU (neither AMX tiles nor avx512_bf16)")
 	}
+	kernels := map[string]func(*pairCall){}
+	if pairsKernel == "AMX tiles" {
+		kernels["amx"] = amxPanel
+	}
+	if cpu.X86.HasAVX512BF16 {
+		kernels["vdpbf16ps"] = dotPanel
+	}
+	defer func(p func(*pairCall)) { pairPanel = p }(pairPanel)
+	for name, k := range kernels {
+		pairPanel = k
+		t.Run(name, fn)
+	}
+}
+
+// TestPairs checks sgemmPairs, on each panel kernel, against a float64 product of the same bfloat16-rounded
+// activations and weights: both ways of reading B, edges in every dimension (rows, columns and contraction
+// values that are not multiples of a tile's), contractions longer than one block, strides past the
+// matrices, alpha and beta. Every product of two bfloat16 values is exact in float32, so only the float32
+// sums' rounding remains. Products x·Wᵀ are checked on a PackPairs copy of W too.
+func TestPairs(t *testing.T) { withEachPanel(t, testPairs) }
+
+func testPairs(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, tc := range []struct{ m, n, k int }{
 		{8, 1, 32}, {31, 17, 64}, {32, 32, 96}, {33, 70, 100}, {100, 45, 576}, {600, 33, 130}, {40, 64, 2200}, {64, 192, 4200},
@@ -81,12 +101,12 @@ func TestAMX(t *testing.T) {
 					}
 					check("SgemmBF16Train", c)
 					if transB && k%2 == 0 {
-						p := PackAMX(n, k, b, ldb)
-						if p.Bytes() != PackedAMXBytes(n, k) {
-							t.Fatalf("PackAMX took %d bytes, PackedAMXBytes says %d", p.Bytes(), PackedAMXBytes(n, k))
+						p := PackPairs(n, k, b, ldb)
+						if p.Bytes() != PackedPairsBytes(n, k) {
+							t.Fatalf("PackPairs took %d bytes, PackedPairsBytes says %d", p.Bytes(), PackedPairsBytes(n, k))
 						}
-						SgemmPackedAMX(m, ab[0], a, lda, p, ab[1], c0, ldc)
-						check("SgemmPackedAMX", c0)
+						SgemmPackedPairs(m, ab[0], a, lda, p, ab[1], c0, ldc)
+						check("SgemmPackedPairs", c0)
 					}
 				})
 			}
@@ -94,17 +114,17 @@ func TestAMX(t *testing.T) {
 	}
 }
 
-// BenchmarkAMX is a training step's products at SmolLM2-135M's width over 256 rows (a micro-batch of 2
-// sequences of 128 tokens), on AMX tiles and on the float32 path.
-func BenchmarkAMX(b *testing.B) {
-	if amxProducts == nil {
-		b.Skip("no AMX tiles")
+// BenchmarkPairs is a training step's products at SmolLM2-135M's width over 256 rows (a micro-batch of 2
+// sequences of 128 tokens), on the pair products (AMX tiles or VDPBF16PS tiles) and on the float32 path.
+func BenchmarkPairs(b *testing.B) {
+	if pairProducts == nil {
+		b.Skip("no pair products on this CPU")
 	}
 	for _, sh := range []struct{ m, n, k int }{{32, 1536, 576}, {256, 1536, 576}, {256, 576, 1536}, {512, 4096, 576}, {512, 4096, 256}, {512, 4096, 128}} {
 		for _, transB := range []bool{true, false} {
 			for _, on := range []bool{true, false} {
 				m, n, k := sh.m, sh.n, sh.k
-				b.Run(fmt.Sprintf("%dx%dx%d/transB=%v/amx=%v", m, n, k, transB, on), func(bb *testing.B) {
+				b.Run(fmt.Sprintf("%dx%dx%d/transB=%v/pairs=%v", m, n, k, transB, on), func(bb *testing.B) {
 					defer SetBF16Train(SetBF16Train(on) || true)
 					a := make([]float32, m*k)
 					for i := range a {
@@ -131,19 +151,19 @@ func BenchmarkAMX(b *testing.B) {
 	}
 }
 
-// BenchmarkPackedAMX is a decoding step's LM head at Qwen3's vocabulary (151,936 × 576) over a batch of
+// BenchmarkPackedPairs is a decoding step's LM head at Qwen3's vocabulary (151,936 × 576) over a batch of
 // rows, on the packed weights: the weights stream from memory once per product (175 MB), so it reports
 // their bytes per second against the machine's bandwidth.
-func BenchmarkPackedAMX(b *testing.B) {
-	if amxProducts == nil {
-		b.Skip("no AMX tiles")
+func BenchmarkPackedPairs(b *testing.B) {
+	if pairProducts == nil {
+		b.Skip("no pair products on this CPU")
 	}
 	const n, k = 151936, 576
 	w := make([]uint16, n*k)
 	for i := range w {
 		w[i] = ToBF16(float32(i%5) - 2)
 	}
-	p := PackAMX(n, k, w, k)
+	p := PackPairs(n, k, w, k)
 	for _, m := range []int{8, 32, 64} {
 		b.Run(fmt.Sprint(m), func(b *testing.B) {
 			a := make([]float32, m*k)
@@ -153,19 +173,18 @@ func BenchmarkPackedAMX(b *testing.B) {
 			c := make([]float32, m*n)
 			b.SetBytes(p.Bytes())
 			for range b.N {
-				SgemmPackedAMX(m, 1, a, k, p, 0, c, n)
+				SgemmPackedPairs(m, 1, a, k, p, 0, c, n)
 			}
 		})
 	}
 }
 
-// TestAMXStreams: a C larger than amxStreamBytes, beta 0 and rows on 64-byte boundaries is written with
+// TestPairsStream: a C larger than pairStreamBytes, beta 0 and rows on 64-byte boundaries is written with
 // non-temporal stores (but its last panel, 16 columns wide, and its last block of 8 rows); the values are
 // those of the float64 reference.
-func TestAMXStreams(t *testing.T) {
-	if amxProducts == nil {
-		t.Skip("no AMX tiles")
-	}
+func TestPairsStream(t *testing.T) { withEachPanel(t, testPairsStream) }
+
+func testPairsStream(t *testing.T) {
 	const m, n, k = 520, 1040, 96
 	rng := rand.New(rand.NewSource(2))
 	a := make([]float32, m*k)
@@ -177,7 +196,7 @@ func TestAMXStreams(t *testing.T) {
 		w[i] = ToBF16(float32(rng.NormFloat64()))
 	}
 	c := make([]float32, m*n)
-	if m*n*4 < amxStreamBytes || uintptr(unsafe.Pointer(&c[0]))%64 != 0 {
+	if m*n*4 < pairStreamBytes || uintptr(unsafe.Pointer(&c[0]))%64 != 0 {
 		t.Fatal("the product would not stream")
 	}
 	for i := range c {

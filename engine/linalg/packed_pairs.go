@@ -1,0 +1,86 @@
+package linalg
+
+import "fmt"
+
+// PackedPairs is a frozen bfloat16 matrix W [n × k] (out × in) laid out once for the pair products x·Wᵀ:
+// for each panel of 32 rows of W, for each step of 32 contraction values, 16 rows of 32 pairs (the two
+// values of W's row j at contraction values 2r and 2r+1, for the panel's 32 rows j), 2 KiB. A product then
+// streams contiguous panels straight into the tiles (AMX's or dotPanel's); without it every product (every decoded token of a
+// batch) transposed the weights into that layout again, which cost a decoding step more than its products.
+type PackedPairs struct {
+	n, k, steps int
+	data        []uint16
+}
+
+// pairPanelT, when set (pairs_amd64.go), writes the panel of W's rows j0 .. j0+cols-1 (cols ≤ 32) over
+// contraction values p0 .. p0+kc-1 (p0 and kc even) into dst in the pair layout, zero past cols and kc.
+var pairPanelT func(dst, w []uint16, ldw, j0, cols, p0, kc int)
+
+// PackedPairsBytes is the memory PackPairs takes for an n × k matrix.
+func PackedPairsBytes(n, k int) int64 {
+	return int64((n+31)/32*32) * int64((k+31)/32*32) * 2
+}
+
+// PacksPairs reports whether PackPairs lays out an n × k matrix (with an even row stride): where the CPU has
+// the pair products, for an even k of at least one step's 32 values, as the other products take them
+// (pairsTake).
+func PacksPairs(n, k int) bool { return pairPanelT != nil && n > 0 && k >= 32 && k%2 == 0 }
+
+// PackPairs lays out the n × k bfloat16 matrix w (row stride ldw) for SgemmPackedPairs; nil where PacksPairs says
+// no, or for an odd stride (the pairs are 32-bit words of W's rows).
+func PackPairs(n, k int, w []uint16, ldw int) *PackedPairs {
+	if !PacksPairs(n, k) || ldw%2 != 0 {
+		return nil
+	}
+	if ldw < k || len(w) < (n-1)*ldw+k {
+		panic(fmt.Sprintf("linalg.PackPairs: %d values with stride %d cannot hold %d×%d", len(w), ldw, n, k))
+	}
+	steps := (k + 31) / 32
+	p := &PackedPairs{n: n, k: k, steps: steps, data: make([]uint16, PackedPairsBytes(n, k)/2)}
+	panels := (n + 31) / 32
+	workers, release := acquireWorkers(n, k, 1)
+	defer release()
+	parallelFor(workers, panels, func(_, jp int) {
+		pairPanelT(p.panel(jp), w, ldw, jp*32, min(32, n-jp*32), 0, k)
+	})
+	return p
+}
+
+// panel is the stored panel of W's rows 32·jp .. 32·jp+31 over every step.
+func (p *PackedPairs) panel(jp int) []uint16 {
+	const stepWords = 16 * 64
+	return p.data[jp*p.steps*stepWords : (jp+1)*p.steps*stepWords]
+}
+
+// Bytes is the memory the packed matrix takes.
+func (p *PackedPairs) Bytes() int64 { return int64(len(p.data)) * 2 }
+
+// SgemmPackedPairs computes C = alpha·A·Wᵀ + beta·C for the m × k row-major A (stride lda) and the packed n × k
+// W, into the m × n C (stride ldc), with the pair products: A's rows rounded to bfloat16, sums in float32
+// (SgemmBF16Train's and SgemmBF16Infer's numerics).
+func SgemmPackedPairs(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int) {
+	n, k := p.n, p.k
+	checkMatrix("A", false, m, k, a, lda)
+	checkMatrix("C", false, m, n, c, ldc)
+	if m <= 0 {
+		return
+	}
+	if alpha == 0 {
+		scaleMatrix(m, n, beta, c, ldc)
+		return
+	}
+	pairProducts(true, m, n, k, alpha, a, lda, nil, 0, p, beta, c, ldc)
+}
+
+// amxPeakLoop, when set, runs iterations of 8 TDPBF16PS on register tiles (AMXLoop).
+var amxPeakLoop func(iters int)
+
+// AMXLoop returns a loop of AMX tile products that never leave the registers and its FLOPs per iteration
+// (8 TDPBF16PS of 16 × 16 × 32 multiply-adds): what a machine's roofline measures as its cores' bfloat16
+// tile peak. nil where the CPU has no AMX tiles.
+func AMXLoop() (func(iters int), float64) {
+	if amxPeakLoop == nil {
+		return nil, 0
+	}
+	return amxPeakLoop, 8 * 16 * 16 * 32 * 2
+}

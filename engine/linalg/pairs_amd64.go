@@ -1,0 +1,198 @@
+package linalg
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Pair products: float32 activations rounded to bfloat16 times bfloat16 weights, float32 sums, with the
+// weights in the pair layout that AMX tiles and VDPBF16PS both multiply (for each two contraction values, a
+// panel's 32 columns of both interleaved). Where the CPU has AMX tiles (amx_amd64.go) a panel goes through
+// amxPanel; where it has avx512_bf16 and no tiles (AMD's Zen 4 and 5, Intel's Cooper Lake) through dotPanel,
+// register tiles of VDPBF16PS with twice the multiply-adds of an FMA per instruction. Everything around the
+// kernel — rounding A, laying out B, the blocks, workers and the epilogue's contract — is the same.
+func init() {
+	for i := range 16 { // VPERMT2W's indices: row 2r's value, then row 2r+1's (the second table, from 32)
+		pairIndex[2*i], pairIndex[2*i+1] = uint16(i), uint16(32+i)
+		pairIndex[32+2*i], pairIndex[32+2*i+1] = uint16(16+i), uint16(48+i)
+	}
+	switch {
+	case amxGranted():
+		pairPanel, pairsKernel = amxPanel, "AMX tiles"
+		amxPeakLoop = func(iters int) { amxPeak(iters, &amxConfig) }
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16:
+		pairPanel, pairsKernel = dotPanel, "VDPBF16PS tiles"
+	default:
+		return
+	}
+	pairProducts = sgemmPairs
+	pairPanelT = panelT
+	bf16Train.Store(true)
+}
+
+// pairPanel multiplies a call's blocks of rows by its panel: amxPanel on AMX tiles, dotPanel on VDPBF16PS
+// register tiles.
+var pairPanel func(p *pairCall)
+
+// pairCall is a panel kernel's arguments (amxPanel's and dotPanel's); _asmgen/amx.go and dot.go read its
+// fields at fixed offsets. dotPanel reads neither cfg nor scratch.
+type pairCall struct {
+	cfg      *[64]byte
+	a        *uint16  // rows of bfloat16 activations, padded to a multiple of 32 rows and of 32 values
+	lda      int      // bytes
+	b        *uint16  // the panel: steps groups of 16 pair rows of 32 columns
+	steps    int      // of 32 contraction values
+	blocks   int      // of 32 rows
+	c        *float32 // C's first row and column of the panel
+	ldc      int      // bytes
+	lastRows int      // rows of C in the last block
+	mask     uint64   // C's columns of the panel: bits 0–15 and 16–31
+	alpha    float32
+	beta     float32 // for every block; 0: C is not read
+	scratch  *float32
+	stream   uint64 // nonzero: store C with non-temporal stores (beta 0, all 32 columns, 64-byte aligned rows)
+}
+
+// pairIndex is packPairs32AVX512's VPERMT2W indices.
+var pairIndex [64]uint16
+
+const (
+	// pairBlockSteps is the most steps of 32 contraction values one pass multiplies: a panel of 2,048 is
+	// 128 KiB and stays in L2 with the rows of A that pass over it; longer contractions (the LM head's
+	// input gradient, over the vocabulary) add up blocks.
+	pairBlockSteps = 64
+	// pairChunkRows is the most rows of A one pass rounds and multiplies: 512 rows of a 2,048-value block
+	// are 2 MiB of bfloat16, read again by every panel.
+	pairChunkRows = 512
+	// pairStreamBytes is the size of C from which it is written with non-temporal stores: past a core's L2
+	// it would be evicted before anyone reads it, and reading its lines for ownership first doubles the
+	// traffic of products that are bandwidth-bound already (an LM head's logits, 19 MB a decoding step of 32
+	// rows at Qwen3's vocabulary).
+	pairStreamBytes = 2 << 20
+)
+
+// sgemmPairs computes C = alpha·A·op(B) + beta·C for the m × k row-major float32 A (stride lda) and the
+// bfloat16 B: n × k row-major (stride ldb) with op(B) = Bᵀ when transB (x·Wᵀ), k × n when not (dy·W). A is
+// rounded to bfloat16 (nearest, ties to even) a block of rows and contraction values at a time; B goes into
+// the pair layout one panel of 32 columns at a time, by the worker that multiplies it. Sums are float32.
+// transB needs k and ldb even (the pairs are 32-bit words of B's rows). With pre (transB only) the panels
+// are read from it, and b is not.
+func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
+	beta float32, c []float32, ldc int) {
+	steps := (k + 31) / 32
+	nb := (steps + pairBlockSteps - 1) / pairBlockSteps
+	blockSteps := (steps + nb - 1) / nb
+	chunk := min(roundUp(m, 32), pairChunkRows)
+	panels := (n + 31) / 32
+	a16 := scratch16.get(chunk * blockSteps * 32)
+	defer scratch16.put(a16)
+	workers, release := acquireWorkers(m, n, k)
+	defer release()
+	// Workers claim runs of panels: one claim per panel of an LM head (thousands) made the claims' shared
+	// counter a tenth of a decoding step.
+	per := max(1, min(16, panels/(8*workers)))
+	// Each worker's panel buffer (unless pre holds the panels) and 32 × 32 block of sums, from the free
+	// lists: a decoding step makes hundreds of these products.
+	bufs := make([]*[]uint16, workers)
+	outs := make([]*[]float32, workers)
+	defer func() {
+		for w := range workers {
+			if bufs[w] != nil {
+				scratch16.put(bufs[w])
+			}
+			if outs[w] != nil {
+				putScratch(outs[w])
+			}
+		}
+	}()
+	work := func(w int) (buf []uint16, out []float32) {
+		if outs[w] == nil {
+			outs[w] = getScratch(32 * 32)
+		}
+		if pre == nil && bufs[w] == nil {
+			bufs[w] = scratch16.get(blockSteps * 32 * 32)
+		}
+		if bufs[w] != nil {
+			buf = *bufs[w]
+		}
+		return buf, *outs[w]
+	}
+	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are.
+	stream := int64(m)*int64(n)*4 >= pairStreamBytes && beta == 0 && k <= blockSteps*32 && (4*ldc)%64 == 0 &&
+		uintptr(unsafe.Pointer(&c[0]))%64 == 0
+	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
+		kcur := min(blockSteps*32, k-p0)
+		st := (kcur + 31) / 32
+		ld := st * 32 // a16's row stride
+		bt := beta
+		if p0 > 0 {
+			bt = 1
+		}
+		for i0 := 0; i0 < m; i0 += chunk {
+			rows := min(chunk, m-i0)
+			blocks := (rows + 31) / 32
+			as := (*a16)[:blocks*32*ld]
+			parallelFor(workers, blocks, func(_, blk int) {
+				for i := blk * 32; i < min(rows, blk*32+32); i++ {
+					roundRow(as[i*ld:(i+1)*ld], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
+				}
+			})
+			panel := func(w, jp int) {
+				j0 := jp * 32
+				cols := min(32, n-j0)
+				mask := uint32(1)<<cols - 1
+				buf, out := work(w)
+				switch {
+				case pre != nil:
+					buf = pre.panel(jp)[p0/32*16*64:]
+				case transB:
+					buf = buf[:st*32*32]
+					panelT(buf, b, ldb, j0, cols, p0, kcur)
+				default:
+					buf = buf[:st*32*32]
+					packPairs32AVX512(&buf[0], &b[p0*ldb+j0], kcur, ldb, mask, &pairIndex[0])
+					clear(buf[(kcur+1)/2*64:])
+				}
+				pairPanel(&pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
+					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
+					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)})
+			}
+			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
+				for jp := u * per; jp < min(panels, u*per+per); jp++ {
+					panel(w, jp)
+				}
+			})
+		}
+	}
+}
+
+// panelT writes the panel of W's rows j0 .. j0+cols-1 over contraction values p0 .. p0+kc-1 (both even) in
+// the pair layout: row r holds, for each of the panel's rows j, the 32-bit word of W[j] with values p0+2r
+// and p0+2r+1 — the transposed packing of float32 panels, on words. Rows past kc/2 are zero.
+func panelT(dst, w []uint16, ldw, j0, cols, p0, kc int) {
+	pairs := kc / 2
+	_ = w[(j0+cols-1)*ldw+p0+kc-1]
+	words := unsafe.Slice((*float32)(unsafe.Pointer(&w[0])), len(w)/2)
+	packB32AVX512((*float32)(unsafe.Pointer(&dst[0])), &words[(j0*ldw+p0)/2], pairs, cols, ldw/2, true)
+	clear(dst[pairs*64 : (kc+31)/32*32*32])
+}
+
+// roundRow rounds src to bfloat16 into dst and zeroes the rest of dst.
+func roundRow(dst []uint16, src []float32) {
+	n16 := len(src) &^ 15
+	if n16 > 0 {
+		roundBF16AVX512(&dst[0], &src[0], n16)
+	}
+	for p := n16; p < len(src); p++ {
+		dst[p] = ToBF16(src[p])
+	}
+	clear(dst[len(src):])
+}
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
