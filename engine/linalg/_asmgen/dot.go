@@ -123,6 +123,9 @@ func vdpbf16ps(dst, src1, src2 int) string {
 // products, not the loads, to bound it. Rows go 8 at a time through all of the blocks' rows (lastRows in the
 // last), and each tile writes its rows of C itself: alpha·sums + beta·C (beta 0: C not read) under the
 // column mask, or non-temporal stores where the call streams.
+// dotPrefetch is how many steps ahead dotPanel's first tile prefetches its panel.
+var dotPrefetch = 4
+
 func dotPanel(s, g *strings.Builder) {
 	const name = "dotPanel"
 	fmt.Fprintf(g, "\n// %s is amxPanel's product (see pairCall) on VDPBF16PS register tiles of 8 rows × 32 columns,\n"+
@@ -173,23 +176,52 @@ func dotPanel(s, g *strings.Builder) {
 		}
 		return fmt.Sprintf("%d(%s)(R11*1)", disp, base)
 	}
-	label("step")
-	// A step is 16 pair rows: 2 KiB of the panel, 64 bytes of each row of A.
-	for r := 0; r < 16; r++ {
-		w("VMOVDQU32 %d(BX), Z16", r*128)
-		w("VMOVDQU32 %d(BX), Z17", r*128+64)
-		for i := 0; i < 8; i++ {
-			a := 18 + i%4
-			w("VPBROADCASTD %s, Z%d", rowMem(i, 4*r), a)
-			w("%s // VDPBF16PS Z16, Z%d, Z%d", vdpbf16ps(2*i, 16, a), a, 2*i)
-			w("%s // VDPBF16PS Z17, Z%d, Z%d", vdpbf16ps(2*i+1, 17, a), a, 2*i+1)
+	// The first tile of a call streams the panel from memory (a decoding batch's weights, read once): it
+	// also prefetches the next panel (the one after this in a packed copy, which the same worker takes
+	// next) into L2 as it goes, a step at a time, so that the next call's first tile finds it there. The
+	// later tiles read this panel from the caches and skip the prefetches.
+	w("MOVQ %d(DI), R12", offSteps)
+	w("SHLQ $11, R12")
+	w("ADDQ BX, R12")
+	w("CMPQ SI, %d(DI)", offA)
+	w("JNE %s_step", name)
+	for _, pf := range []bool{true, false} {
+		if pf {
+			label("stepfetch")
+		} else {
+			label("step")
+		}
+		// A step is 16 pair rows: 2 KiB of the panel, 64 bytes of each row of A.
+		for r := 0; r < 16; r++ {
+			if pf {
+				w("PREFETCHT0 %d(BX)", dotPrefetch*2048+r*128)
+				w("PREFETCHT0 %d(BX)", dotPrefetch*2048+r*128+64)
+				w("PREFETCHT1 %d(R12)", r*128)
+				w("PREFETCHT1 %d(R12)", r*128+64)
+			}
+			w("VMOVDQU32 %d(BX), Z16", r*128)
+			w("VMOVDQU32 %d(BX), Z17", r*128+64)
+			for i := 0; i < 8; i++ {
+				a := 18 + i%4
+				w("VPBROADCASTD %s, Z%d", rowMem(i, 4*r), a)
+				w("%s // VDPBF16PS Z16, Z%d, Z%d", vdpbf16ps(2*i, 16, a), a, 2*i)
+				w("%s // VDPBF16PS Z17, Z%d, Z%d", vdpbf16ps(2*i+1, 17, a), a, 2*i+1)
+			}
+		}
+		w("ADDQ $64, AX")
+		w("ADDQ $64, R9")
+		w("ADDQ $2048, BX")
+		if pf {
+			w("ADDQ $2048, R12")
+			w("DECQ CX")
+			w("JNZ %s_stepfetch", name)
+			w("JMP %s_epilogue", name)
+		} else {
+			w("DECQ CX")
+			w("JNZ %s_step", name)
 		}
 	}
-	w("ADDQ $64, AX")
-	w("ADDQ $64, R9")
-	w("ADDQ $2048, BX")
-	w("DECQ CX")
-	w("JNZ %s_step", name)
+	label("epilogue")
 	// CX: the tile's rows of C, min(8, rows left); R12 walks them.
 	w("MOVQ $8, CX")
 	w("CMPQ R15, CX")
