@@ -92,6 +92,7 @@ func main() {
 		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8,Gemma3-1B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
 		only      = flag.String("shapes", "", "comma-separated shapes to run (compare; default all)")
 		profile   = flag.String("cpuprofile", "", "write a CPU profile of the workload to this file (not with -compare)")
+		vocab     = flag.Int("vocab", 0, "the shape's vocabulary size, when not its own (not with -compare; 151936: SmolLM2-135M's body with Qwen3's vocabulary, as bench-rollouts and bench-loop serve it)")
 	)
 	flag.Parse()
 	if *compare {
@@ -107,6 +108,16 @@ func main() {
 	if !ok {
 		fmt.Fprintf(os.Stderr, "enginebench: unknown shape %q (%s)\n", *shapeName, shapeNames())
 		os.Exit(2)
+	}
+	if *vocab > 0 {
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(sh.config), &cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "enginebench:", err)
+			os.Exit(1)
+		}
+		cfg["vocab_size"] = *vocab
+		b, _ := json.Marshal(cfg)
+		sh.config = string(b)
 	}
 	if *profile != "" {
 		f, err := os.Create(*profile)
