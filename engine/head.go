@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/trainyard/trainyard/engine/model"
 	"github.com/trainyard/trainyard/engine/train"
+	"github.com/trainyard/trainyard/internal/prefault"
 )
 
 // headChunkBytes bounds the logits held at once, and headChunkMaxRows the rows. Every chunk streams the
@@ -33,6 +34,7 @@ func (t *Trainer) head(p *model.Pass, rows, targets []int, coef coefFunc) (train
 	}
 	if need := min(n, len(rows)) * V; len(t.logits) < need {
 		t.logits = make([]float32, need)
+		prefault.Slice(t.logits)
 	}
 	all := train.TokenStats{Logprob: make([]float64, len(rows)), Entropy: make([]float64, len(rows))}
 	for lo := 0; lo < len(rows); lo += n {

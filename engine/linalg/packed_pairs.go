@@ -1,6 +1,10 @@
 package linalg
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/trainyard/trainyard/internal/prefault"
+)
 
 // PackedPairs is a frozen bfloat16 matrix W [n × k] (out × in) laid out once for the pair products x·Wᵀ:
 // for each panel of 32 rows of W, for each step of 32 contraction values, 16 rows of 32 pairs (the two
@@ -37,6 +41,7 @@ func PackPairs(n, k int, w []uint16, ldw int) *PackedPairs {
 	}
 	steps := (k + 31) / 32
 	p := &PackedPairs{n: n, k: k, steps: steps, data: make([]uint16, PackedPairsBytes(n, k)/2)}
+	prefault.Slice(p.data)
 	panels := (n + 31) / 32
 	workers, release := acquireWorkers(n, k, 1)
 	defer release()

@@ -1,5 +1,7 @@
 package model
 
+import "github.com/trainyard/trainyard/internal/prefault"
+
 // Arena hands out float32 buffers from reusable blocks, so a training step does not allocate its hundreds of
 // megabytes of activations afresh each time. Reset recycles everything; buffers handed out before a Reset
 // must not be used after it. Not safe for concurrent use.
@@ -46,7 +48,9 @@ func (a *Arena) dirty(n int) []float32 {
 	for _, b := range a.blocks {
 		total += len(b)
 	}
-	a.blocks = append(a.blocks, make([]float32, max(n, min(maxBlock, max(total/4, minBlock)))))
+	blk := make([]float32, max(n, min(maxBlock, max(total/4, minBlock))))
+	prefault.Slice(blk) // one system call instead of a page fault per 4 KiB as the pass first writes it
+	a.blocks = append(a.blocks, blk)
 	a.cur, a.off = len(a.blocks)-1, n
 	return a.blocks[a.cur][:n:n]
 }
