@@ -223,31 +223,46 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 			if c.AttnSoftcap > 0 {
 				buf := p.workerScratch(wk, 2*T*T)
 				dP, capped = buf[:T*T], buf[T*T:]
-				linalg.Sgemm(false, true, T, T, hd, scale, lc.q[qo:], qd, lc.k[ko:], kd, 0, capped, T)
 			} else {
 				dP = p.workerScratch(wk, T*T)
 			}
-			linalg.Sgemm(false, true, T, T, hd, 1, datt[qo:], qd, lc.v[ko:], kd, 0, dP, T)
-			for r := 0; r < T; r++ {
-				pr, dr := P[r*T:r*T+r+1], dP[r*T:r*T+T]
-				var dot float32
-				for j, pv := range pr {
-					dot += pv * dr[j]
-				}
-				for j, pv := range pr {
-					dr[j] = pv * (dr[j] - dot)
-				}
-				clear(dr[r+1:])
+			// dP, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows
+			// r0..r1-1 have weights and gradients at positions before r1 only (dS is zero past each
+			// row's own position, up to r1, which the key blocks below read).
+			for _, b := range causalBlocks(T) {
+				r0, r1 := b[0], b[1]
+				rows := r1 - r0
 				if capped != nil {
-					lo := windowStart(r, win)
-					cr := capped[r*T+lo : r*T+r+1]
-					softcap(cr, c.AttnSoftcap)
-					softcapBack(dr[lo:r+1], cr, c.AttnSoftcap)
+					linalg.Sgemm(false, true, rows, r1, hd, scale, lc.q[qo+r0*qd:], qd, lc.k[ko:], kd, 0, capped[r0*T:], T)
 				}
+				linalg.Sgemm(false, true, rows, r1, hd, 1, datt[qo+r0*qd:], qd, lc.v[ko:], kd, 0, dP[r0*T:], T)
+				for r := r0; r < r1; r++ {
+					pr, dr := P[r*T:r*T+r+1], dP[r*T:r*T+r1]
+					var dot float32
+					for j, pv := range pr {
+						dot += pv * dr[j]
+					}
+					for j, pv := range pr {
+						dr[j] = pv * (dr[j] - dot)
+					}
+					clear(dr[r+1:])
+					if capped != nil {
+						lo := windowStart(r, win)
+						cr := capped[r*T+lo : r*T+r+1]
+						softcap(cr, c.AttnSoftcap)
+						softcapBack(dr[lo:r+1], cr, c.AttnSoftcap)
+					}
+				}
+				linalg.Sgemm(false, false, rows, hd, r1, scale, dP[r0*T:], T, lc.k[ko:], kd, 0, dq[qo+r0*qd:], qd)
 			}
-			linalg.Sgemm(false, false, T, hd, T, scale, dP, T, lc.k[ko:], kd, 0, dq[qo:], qd)
-			linalg.Sgemm(true, false, T, hd, T, scale, dP, T, lc.q[qo:], qd, 1, dk[ko:], kd)
-			linalg.Sgemm(true, false, T, hd, T, 1, P, T, datt[qo:], qd, 1, dv[ko:], kd)
+			// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
+			// contraction runs over those queries, T − c0 of them (blocks of queries would make it a
+			// block's rows, too short for the kernel).
+			for _, b := range causalBlocks(T) {
+				c0, c1 := b[0], b[1]
+				linalg.Sgemm(true, false, c1-c0, hd, T-c0, scale, dP[c0*T+c0:], T, lc.q[qo+c0*qd:], qd, 1, dk[ko+c0*kd:], kd)
+				linalg.Sgemm(true, false, c1-c0, hd, T-c0, 1, P[c0*T+c0:], T, datt[qo+c0*qd:], qd, 1, dv[ko+c0*kd:], kd)
+			}
 		}
 	})
 	for s := range p.seqs {
