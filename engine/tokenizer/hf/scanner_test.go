@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The scanners must find exactly the matches of their regexes. regexp2 is the independent implementation
@@ -63,17 +64,35 @@ func TestScannersMatchRegexp(t *testing.T) {
 	}
 }
 
-// FuzzScanners compares the scanners with regexp2 on arbitrary input, invalid UTF-8 included.
+// FuzzScanners compares the scanners with regexp2 on arbitrary input, invalid UTF-8 included, except where
+// the input holds a code point whose class the scanners take from a newer Unicode edition than Go's, whose
+// tables regexp2 uses (classes.go; classes_test.go checks those code points against the reference itself):
+// there the two differ by design, as "A\U00013eed" (a hieroglyph of Unicode 16, a letter to the reference)
+// once showed.
 func FuzzScanners(f *testing.F) {
 	for _, s := range []string{"", "a", " 'S", "x\r\n\r\n y", "  \t\n a", "123456 7", "!!\n\n", "\xff\xfe 'll",
-		"héllo wörld", "你好 123", "a\u00a0\u00a0b", " ?!\r\n"} {
+		"héllo wörld", "你好 123", "a\u00a0\u00a0b", " ?!\r\n", "000000000000A\U00013eed"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if newerThanGo(s) {
+			t.Skip("a code point of a newer Unicode edition than regexp2's tables")
+		}
 		for name, pattern := range scannerPatterns {
 			if d := sameMatches(t, pattern, s); d != "" {
 				t.Fatalf("%s on %q:\n%s", name, s, d)
 			}
 		}
 	})
+}
+
+// newerThanGo reports whether s holds a code point that the scanners class as a letter or number from a
+// newer Unicode edition than Go's tables.
+func newerThanGo(s string) bool {
+	for _, r := range s {
+		if isL(r) != unicode.IsLetter(r) || isN(r) != unicode.IsNumber(r) {
+			return true
+		}
+	}
+	return false
 }
