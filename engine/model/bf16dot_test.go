@@ -89,17 +89,18 @@ func logSumExp(x []float32) float64 {
 }
 
 // TestBF16TrainProducts states the cost of training's bfloat16 products (linalg.SgemmBF16Train on a CPU with
-// AMX tiles: activations and output gradients rounded to bfloat16 before every product with the frozen
-// base, sums in float32): the logits, the loss and the LoRA gradients of 4 sequences of 48 tokens on a
-// bfloat16 base at SmolLM2-135M's width (8 layers, vocabulary cut to 4,096), with and without them. On the
-// AMX Xeon: max |Δlogit| 0.11, loss 8.43234 against 8.43205, the worst LoRA tensor's gradient 7.0% of its
-// norm away at cosine 0.9977 (logged). That is the rounding's doing, not the tiles': rounding the rows the
+// the pair products, AMX tiles or VDPBF16PS: activations and output gradients rounded to bfloat16 before
+// every product with the frozen base, sums in float32): the logits, the loss and the LoRA gradients of 4
+// sequences of 48 tokens on a bfloat16 base at SmolLM2-135M's width (8 layers, vocabulary cut to 4,096),
+// with and without them. On the AMX Xeon: max |Δlogit| 0.11, loss 8.43234 against 8.43205, the worst LoRA
+// tensor's gradient 7.0% of its norm away at cosine 0.9977 (logged); on the Zen 5 EPYC's VDPBF16PS tiles
+// 0.107, 8.43212 against 8.43205, 6.6%, 0.9980. That is the rounding's doing, not the tiles': rounding the rows the
 // same way and multiplying in float32 moves them by 0.099 and 5.6% (cosine 0.9986). These random-weight
 // models are sensitive — rounding the weights themselves to bfloat16 moves engine/torchref's logits by
 // 1–10% — so the bounds asserted are loose: 0.25, 10⁻³ of the loss, 15%, cosine 0.99.
 func TestBF16TrainProducts(t *testing.T) {
 	if !linalg.SetBF16Train(true) {
-		t.Skip("no AMX tiles")
+		t.Skip("no pair products (AMX tiles or avx512_bf16) on this CPU")
 	}
 	defer linalg.SetBF16Train(false)
 	cfg := smolLM2

@@ -213,8 +213,9 @@ type Worker struct {
 	// reports back to its workflow (TRAINYARD_TRAIN_CHUNK); 0 is the
 	// activities' default (20 s).
 	ChunkDuration time.Duration
-	// BF16Train lets training multiply the frozen base on AMX tiles where the
-	// CPU has them (TRAINYARD_TRAIN_BF16, default true): activations and
+	// BF16Train lets training multiply the frozen base in bfloat16 where the
+	// CPU can (AMX tiles, or VDPBF16PS on avx512_bf16;
+	// TRAINYARD_TRAIN_BF16, default true): activations and
 	// output gradients rounded to bfloat16 for those products, as PyTorch's
 	// bf16 autocast rounds them; adapters, their gradients and the optimizer
 	// stay float32.
