@@ -96,6 +96,10 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	// lists: a decoding step makes hundreds of these products.
 	bufs := make([]*[]uint16, workers)
 	outs := make([]*[]float32, workers)
+	// Each worker's kernel arguments, filled in for every panel: the kernel is called through a function
+	// value, so a pairCall built in the call would be allocated on the heap once per panel (tens of
+	// thousands a decoding step).
+	calls := make([]pairCall, workers)
 	defer func() {
 		for w := range workers {
 			if bufs[w] != nil {
@@ -154,9 +158,10 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					packPairs32AVX512(&buf[0], &b[p0*ldb+j0], kcur, ldb, mask, &pairIndex[0])
 					clear(buf[(kcur+1)/2*64:])
 				}
-				pairPanel(&pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
+				calls[w] = pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
-					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)})
+					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
+				pairPanel(&calls[w])
 			}
 			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
 				for jp := u * per; jp < min(panels, u*per+per); jp++ {
