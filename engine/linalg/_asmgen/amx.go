@@ -67,6 +67,22 @@ const (
 	offBeta, offScratch, offStream                  = 84, 88, 96
 )
 
+// loadCall writes what both panel kernels (amxPanel, dotPanel) read first from their pairCall (in DI):
+// the column mask into K1 (columns 0–15) and K2 (16–31), alpha and beta broadcast into Z30 and Z31, R14
+// nonzero when beta is (C must be read), A in SI and its row stride (bytes) in R10.
+func loadCall(w func(format string, args ...any)) {
+	w("MOVQ %d(DI), AX", offMask)
+	w("KMOVW AX, K1")
+	w("SHRQ $16, AX")
+	w("KMOVW AX, K2")
+	w("VBROADCASTSS %d(DI), Z30", offAlpha)
+	w("VBROADCASTSS %d(DI), Z31", offBeta)
+	w("MOVL %d(DI), R14", offBeta)
+	w("ANDL $0x7fffffff, R14")
+	w("MOVQ %d(DI), SI", offA)
+	w("MOVQ %d(DI), R10", offLda)
+}
+
 // writeAMX writes amxPanel: for each block of 32 rows of A (bfloat16, row stride lda bytes), C's 32 × 32
 // block (float32, ldc bytes; the columns the mask keeps, the last block's lastRows rows) = alpha · A's block ·
 // the panel + beta · C's block (beta 0: C is not read). The panel holds steps groups of 16 rows of 32 pairs:
@@ -87,16 +103,7 @@ func writeAMX() error {
 	w("MOVQ p+0(FP), DI")
 	w("MOVQ %d(DI), AX", offCfg)
 	w("%s // LDTILECFG (AX)", bytesOf(0xC4, 0xE2, 0x78, 0x49, 0x00))
-	w("MOVQ %d(DI), AX", offMask)
-	w("KMOVW AX, K1")
-	w("SHRQ $16, AX")
-	w("KMOVW AX, K2")
-	w("VBROADCASTSS %d(DI), Z30", offAlpha)
-	w("VBROADCASTSS %d(DI), Z31", offBeta)
-	w("MOVL %d(DI), R14", offBeta)
-	w("ANDL $0x7fffffff, R14")
-	w("MOVQ %d(DI), SI", offA)
-	w("MOVQ %d(DI), R10", offLda)
+	loadCall(w)
 	w("MOVQ %d(DI), R8", offBlocks)
 	w("MOVQ %d(DI), DX", offC)
 	w("MOVQ %d(DI), R13", offLdc)

@@ -115,6 +115,9 @@ func vdpbf16ps(dst, src1, src2 int) string {
 	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x52; BYTE $0x%02x", p0, p1, p2, modrm)
 }
 
+// dotPrefetch is how many steps ahead dotPanel's first tile prefetches its panel.
+var dotPrefetch = 4
+
 // dotPanel writes dotPanel(p *pairCall), amxPanel's product (the same call, the same layouts: rows of
 // bfloat16 activations, a panel of 32 columns in AMX's pair layout) on VDPBF16PS register tiles, for CPUs with
 // avx512_bf16 and no AMX tiles. A tile is 8 rows × 32 columns: 16 accumulators (row i in Z(2i), Z(2i+1)).
@@ -123,9 +126,6 @@ func vdpbf16ps(dst, src1, src2 int) string {
 // products, not the loads, to bound it. Rows go 8 at a time through all of the blocks' rows (lastRows in the
 // last), and each tile writes its rows of C itself: alpha·sums + beta·C (beta 0: C not read) under the
 // column mask, or non-temporal stores where the call streams.
-// dotPrefetch is how many steps ahead dotPanel's first tile prefetches its panel.
-var dotPrefetch = 4
-
 func dotPanel(s, g *strings.Builder) {
 	const name = "dotPanel"
 	fmt.Fprintf(g, "\n// %s is amxPanel's product (see pairCall) on VDPBF16PS register tiles of 8 rows × 32 columns,\n"+
@@ -134,16 +134,7 @@ func dotPanel(s, g *strings.Builder) {
 	w := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
 	label := func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
 	w("MOVQ p+0(FP), DI")
-	w("MOVQ %d(DI), AX", offMask)
-	w("KMOVW AX, K1")
-	w("SHRQ $16, AX")
-	w("KMOVW AX, K2")
-	w("VBROADCASTSS %d(DI), Z30", offAlpha)
-	w("VBROADCASTSS %d(DI), Z31", offBeta)
-	w("MOVL %d(DI), R14", offBeta)
-	w("ANDL $0x7fffffff, R14")
-	w("MOVQ %d(DI), SI", offA)
-	w("MOVQ %d(DI), R10", offLda)
+	loadCall(w)
 	w("LEAQ (R10)(R10*2), R11") // 3·lda
 	w("MOVQ %d(DI), DX", offC)
 	w("MOVQ %d(DI), R13", offLdc)
