@@ -216,6 +216,7 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 	parallel(len(p.seqs)*c.KVHeads, func(wk, i int) {
 		s, kvh := i/c.KVHeads, i%c.KVHeads
 		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+		blocks := causalBlocks(T)
 		for h := kvh * group; h < (kvh+1)*group; h++ {
 			P := lc.probs[s*c.Heads+h]
 			var dP, capped []float32
@@ -229,7 +230,7 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 			// dP, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows
 			// r0..r1-1 have weights and gradients at positions before r1 only (dS is zero past each
 			// row's own position, up to r1, which the key blocks below read).
-			for _, b := range causalBlocks(T) {
+			for _, b := range blocks {
 				r0, r1 := b[0], b[1]
 				rows := r1 - r0
 				if capped != nil {
@@ -258,7 +259,7 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 			// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
 			// contraction runs over those queries, T − c0 of them (blocks of queries would make it a
 			// block's rows, too short for the kernel).
-			for _, b := range causalBlocks(T) {
+			for _, b := range blocks {
 				c0, c1 := b[0], b[1]
 				linalg.Sgemm(true, false, c1-c0, hd, T-c0, scale, dP[c0*T+c0:], T, lc.q[qo+c0*qd:], qd, 1, dk[ko+c0*kd:], kd)
 				linalg.Sgemm(true, false, c1-c0, hd, T-c0, 1, P[c0*T+c0:], T, datt[qo+c0*qd:], qd, 1, dv[ko+c0*kd:], kd)

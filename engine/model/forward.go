@@ -270,6 +270,7 @@ func (p *Pass) attention(l int, lc *layerCache) {
 	parallel(S*c.KVHeads, func(wk, i int) {
 		s, kvh := i/c.KVHeads, i%c.KVHeads
 		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+		blocks := causalBlocks(T)
 		for h := kvh * group; h < (kvh+1)*group; h++ {
 			var P []float32
 			if p.opt.Keep {
@@ -281,7 +282,7 @@ func (p *Pass) attention(l int, lc *layerCache) {
 			k := lc.k[base*c.KVDim()+kvh*c.HeadDim:]
 			v := lc.v[base*c.KVDim()+kvh*c.HeadDim:]
 			att := lc.att[base*c.QDim()+h*c.HeadDim:]
-			for _, b := range causalBlocks(T) {
+			for _, b := range blocks {
 				r0, r1 := b[0], b[1] // rows r0..r1-1 see positions 0..r1-1 at most
 				linalg.Sgemm(false, true, r1-r0, r1, c.HeadDim, c.attnScale(), q[r0*c.QDim():], c.QDim(), k, c.KVDim(), 0, P[r0*T:], T)
 				for r := r0; r < r1; r++ {
