@@ -52,26 +52,14 @@ func TestMicroBatchesMatchOneBatch(t *testing.T) {
 	for name, step := range steps {
 		t.Run(name, func(t *testing.T) {
 			run := func(split bool) (*Trainer, StepStats) {
-				a, err := b.NewAdapter(DefaultLoRAConfig(), 3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rng := rand.New(rand.NewSource(8)) // B ≠ 0, so the adapter is on every path
-				for _, p := range a.lora.B {
-					for _, m := range p {
-						for i := range m {
-							m[i] = float32(rng.NormFloat64() * 0.05)
-						}
-					}
-				}
-				tr := NewTrainer(b, a, nil)
+				tr := liveTrainer(t, b)
 				if split {
 					tr.SetActivationBudget(1)
 					tr.headRows = 5
-					if n := len(tr.microBatches(seqs)); n != len(seqs) {
+					if n := len(tr.microBatches(seqs, true)); n != len(seqs) {
 						t.Fatalf("%d micro-batches, want one per sequence (%d)", n, len(seqs))
 					}
-				} else if n := len(tr.microBatches(seqs)); n != 1 {
+				} else if n := len(tr.microBatches(seqs, true)); n != 1 {
 					t.Fatalf("%d micro-batches, want 1", n)
 				}
 				st, err := step(tr)
@@ -100,6 +88,24 @@ func TestMicroBatchesMatchOneBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// liveTrainer returns a trainer of a new adapter of b whose B matrices are not zero, so the adapter is on
+// every path.
+func liveTrainer(t *testing.T, b *Base) *Trainer {
+	a, err := b.NewAdapter(DefaultLoRAConfig(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(8))
+	for _, p := range a.lora.B {
+		for _, m := range p {
+			for i := range m {
+				m[i] = float32(rng.NormFloat64() * 0.05)
+			}
+		}
+	}
+	return NewTrainer(b, a, nil)
 }
 
 // relDiff is max |a−b| over max |a| across all tensors.

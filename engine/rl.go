@@ -101,18 +101,18 @@ func (t *Trainer) rlGrads(ctx context.Context, batch []RLSample, cfg RLConfig, n
 	if sums.Trainable == 0 {
 		return sums, nil
 	}
-	for ci, idx := range t.microBatches(seqs) {
+	for ci, batch := range t.microBatches(seqs, !t.noShare) {
 		var ref []float64
 		if cfg.KLPenaltyCoef > 0 {
-			if ref, sums.Flops, err = t.refLogprobs(ctx, seqs, idx, sums.Flops); err != nil {
+			if ref, sums.Flops, err = t.refLogprobs(ctx, seqs, batch, sums.Flops); err != nil {
 				return sums, err
 			}
 		}
-		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.seed(shard, ci))
+		p, err := t.forward(ctx, batch, t.adapter.lora, true, t.seed(shard, ci))
 		if err != nil {
 			return sums, err
 		}
-		rows, targets, pos := trainRows(p, seqs, idx)
+		rows, targets, pos := trainRows(p, seqs, batch)
 		// rlSeqs groups rows lo..hi (whose logprobs are logp) by sequence: a sequence's rows are contiguous.
 		rlSeqs := func(lo, hi int, logp []float64) []train.RLSeq {
 			var out []train.RLSeq
@@ -185,13 +185,13 @@ func (t *Trainer) rlGrads(ctx context.Context, batch []RLSample, cfg RLConfig, n
 	return sums, nil
 }
 
-// refLogprobs evaluates the trainable tokens of seqs[idx] under the base model alone (adapter off).
-func (t *Trainer) refLogprobs(ctx context.Context, seqs []Sequence, idx []int, flops int64) ([]float64, int64, error) {
-	p, err := t.forward(ctx, seqs, idx, nil, false, 0)
+// refLogprobs evaluates the trainable tokens of a micro-batch under the base model alone (adapter off).
+func (t *Trainer) refLogprobs(ctx context.Context, seqs []Sequence, batch []passSeq, flops int64) ([]float64, int64, error) {
+	p, err := t.forward(ctx, batch, nil, false, 0)
 	if err != nil {
 		return nil, flops, err
 	}
-	rows, targets, _ := trainRows(p, seqs, idx)
+	rows, targets, _ := trainRows(p, seqs, batch)
 	st, err := t.head(p, rows, targets, nil)
 	return st.Logprob, flops + p.FlopsFwd, err
 }
@@ -211,13 +211,14 @@ func (t *Trainer) SequenceLogprobs(ctx context.Context, seqs []Sequence) ([][]fl
 		return nil, err
 	}
 	out := make([][]float32, len(seqs))
-	for _, idx := range t.microBatches(seqs) {
-		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, false, 0)
+	for _, batch := range t.microBatches(seqs, false) { // every row counts: nothing to share
+		p, err := t.forward(ctx, batch, t.adapter.lora, false, 0)
 		if err != nil {
 			return nil, err
 		}
 		var rows, targets []int
-		for ci, si := range idx {
+		for ci, ps := range batch {
+			si := ps.si
 			out[si] = make([]float32, len(seqs[si].Tokens))
 			out[si][0] = float32(math.NaN())
 			for j := 1; j < len(seqs[si].Tokens); j++ {
@@ -230,9 +231,9 @@ func (t *Trainer) SequenceLogprobs(ctx context.Context, seqs []Sequence) ([][]fl
 			return nil, err
 		}
 		r := 0
-		for _, si := range idx {
-			for j := 1; j < len(seqs[si].Tokens); j++ {
-				out[si][j] = float32(st.Logprob[r])
+		for _, ps := range batch {
+			for j := 1; j < len(seqs[ps.si].Tokens); j++ {
+				out[ps.si][j] = float32(st.Logprob[r])
 				r++
 			}
 		}

@@ -51,6 +51,7 @@ type Trainer struct {
 	refArena model.Arena // buffers of passes without backward (reference and evaluation logprobs)
 	logits   []float32   // one chunk of head logits
 	headRows int         // rows per head chunk (0: headChunkRows; tests set it to force chunking)
+	noShare  bool        // pass every sequence whole (tests and benchmarks compare with prefixes shared)
 }
 
 // NewTrainer returns a trainer for adapter a (which must belong to b) with optimizer state opt (nil = fresh).
@@ -103,50 +104,38 @@ func (t *Trainer) validate(seqs []Sequence) (tokens, trainable int, err error) {
 	return tokens, trainable, nil
 }
 
-// microBatches splits sequence indexes into consecutive groups whose training pass fits the activation
-// budget (a sequence that alone does not fit forms its own group).
-func (t *Trainer) microBatches(seqs []Sequence) [][]int {
-	l := t.adapter.lora
-	var out [][]int
-	var cur []int
-	var used int64
-	for i, s := range seqs {
-		need := model.TrainPassBytes(t.base.w.Cfg, l.Rank, l.Targets, l.Dropout > 0, []int{len(s.Tokens)})
-		if len(cur) > 0 && used+need > t.budget {
-			out = append(out, cur)
-			cur, used = nil, 0
-		}
-		cur = append(cur, i)
-		used += need
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
-}
-
-// trainRows lists, for a pass over seqs[idx...], the rows that predict trainable tokens and those tokens.
+// trainRows lists, for a pass over batch, the rows that predict trainable tokens and those tokens.
 // pos[k] is (sequence index, token position) of row k.
-func trainRows(p *model.Pass, seqs []Sequence, idx []int) (rows, targets []int, pos [][2]int) {
-	for ci, si := range idx {
-		s := seqs[si]
-		for j := 1; j < len(s.Tokens); j++ {
+func trainRows(p *model.Pass, seqs []Sequence, batch []passSeq) (rows, targets []int, pos [][2]int) {
+	for ci, ps := range batch {
+		if ps.si < 0 { // a shared prefix predicts no trainable token (shareable)
+			continue
+		}
+		s := seqs[ps.si]
+		for j := ps.from + 1; j < len(s.Tokens); j++ {
 			if s.Trainable[j] {
-				rows = append(rows, p.Offsets()[ci]+j-1)
+				rows = append(rows, p.Offsets()[ci]+j-ps.from-1)
 				targets = append(targets, s.Tokens[j])
-				pos = append(pos, [2]int{si, j})
+				pos = append(pos, [2]int{ps.si, j})
 			}
 		}
 	}
 	return rows, targets, pos
 }
 
-func (t *Trainer) forward(ctx context.Context, seqs []Sequence, idx []int, lora *model.LoRA, keep bool, seed int64) (*model.Pass, error) {
-	toks := make([][]int, len(idx))
-	for i, si := range idx {
-		toks[i] = seqs[si].Tokens
+func (t *Trainer) forward(ctx context.Context, batch []passSeq, lora *model.LoRA, keep bool, seed int64) (*model.Pass, error) {
+	toks := make([][]int, len(batch))
+	var prefix []int
+	for i, ps := range batch {
+		toks[i] = ps.toks
+		if ps.prefix >= 0 && prefix == nil {
+			prefix = make([]int, len(batch))
+			for j := range prefix {
+				prefix[j] = batch[j].prefix
+			}
+		}
 	}
-	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed, Arena: &t.refArena}
+	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed, Arena: &t.refArena, Prefix: prefix}
 	if keep {
 		opt.Arena = &t.arena
 	}
@@ -203,12 +192,12 @@ func (t *Trainer) sftGrads(ctx context.Context, seqs []Sequence, n, shard int) (
 		return sums, err
 	}
 	var coef []float64 // ∂loss/∂logp = −1/n for every row of a chunk
-	for ci, idx := range t.microBatches(seqs) {
-		p, err := t.forward(ctx, seqs, idx, t.adapter.lora, true, t.seed(shard, ci))
+	for ci, batch := range t.microBatches(seqs, !t.noShare) {
+		p, err := t.forward(ctx, batch, t.adapter.lora, true, t.seed(shard, ci))
 		if err != nil {
 			return sums, err
 		}
-		rows, targets, _ := trainRows(p, seqs, idx)
+		rows, targets, _ := trainRows(p, seqs, batch)
 		st, err := t.head(p, rows, targets, func(lo, hi int, _ train.TokenStats) ([]float64, error) {
 			for len(coef) < hi-lo {
 				coef = append(coef, -1/float64(n))

@@ -202,74 +202,93 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	}
 }
 
-// attentionBack computes dq, dk, dv (post-RoPE) from datt. With P the softmax weights and dP = datt·vᵀ,
-// the score gradient is dS = P ⊙ (dP − rowsum(P ⊙ dP)) (masked positions have P = 0, so the window
+// attentionBack computes dq, dk, dv (post-RoPE) from datt. With A the softmax weights and dA = datt·vᵀ,
+// the score gradient is dS = A ⊙ (dA − rowsum(A ⊙ dA)) (masked positions have A = 0, so the window
 // needs nothing more), times 1 − tanh² of the uncapped scores when they are soft-capped (recomputed here
-// rather than kept); dq = s·dS·k, dk += s·dSᵀ·q, dv += Pᵀ·datt. Work is split by (sequence, kv head) so
-// grouped heads accumulate into dk, dv without races.
+// rather than kept); dq = s·dS·k, dk += s·dSᵀ·q, dv += Aᵀ·datt. A sequence after a shared prefix adds its
+// share of the prefix's dk, dv too. Work is split by (family, kv head) (groupFamilies): grouped heads, and
+// the sequences after one prefix, accumulate into the same dk, dv rows without races.
 func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) {
 	c := p.w.Cfg
 	group := c.Heads / c.KVHeads
 	scale := c.attnScale()
 	win := c.window(l)
 	qd, kd, hd := c.QDim(), c.KVDim(), c.HeadDim
-	parallel(len(p.seqs)*c.KVHeads, func(wk, i int) {
-		s, kvh := i/c.KVHeads, i%c.KVHeads
-		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
-		blocks := causalBlocks(T)
-		for h := kvh * group; h < (kvh+1)*group; h++ {
-			P := lc.probs[s*c.Heads+h]
-			var dP, capped []float32
-			qo, ko := base*qd+h*hd, base*kd+kvh*hd
-			if c.AttnSoftcap > 0 {
-				buf := p.workerScratch(wk, 2*T*T)
-				dP, capped = buf[:T*T], buf[T*T:]
-			} else {
-				dP = p.workerScratch(wk, T*T)
-			}
-			// dP, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows
-			// r0..r1-1 have weights and gradients at positions before r1 only (dS is zero past each
-			// row's own position, up to r1, which the key blocks below read).
-			for _, b := range blocks {
-				r0, r1 := b[0], b[1]
-				rows := r1 - r0
-				if capped != nil {
-					linalg.Sgemm(false, true, rows, r1, hd, scale, lc.q[qo+r0*qd:], qd, lc.k[ko:], kd, 0, capped[r0*T:], T)
+	parallel(len(p.families)*c.KVHeads, func(wk, i int) {
+		fam, kvh := p.families[i/c.KVHeads], i%c.KVHeads
+		for _, s := range fam {
+			base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+			pb, P := p.prefixRows(s)
+			W := P + T
+			blocks := causalBlocks(T)
+			for h := kvh * group; h < (kvh+1)*group; h++ {
+				A := lc.probs[s*c.Heads+h]
+				var dA, capped []float32
+				qo, ko, po := base*qd+h*hd, base*kd+kvh*hd, pb*kd+kvh*hd
+				if c.AttnSoftcap > 0 {
+					buf := p.workerScratch(wk, 2*T*W)
+					dA, capped = buf[:T*W], buf[T*W:]
+				} else {
+					dA = p.workerScratch(wk, T*W)
 				}
-				linalg.Sgemm(false, true, rows, r1, hd, 1, datt[qo+r0*qd:], qd, lc.v[ko:], kd, 0, dP[r0*T:], T)
-				for r := r0; r < r1; r++ {
-					pr, dr := P[r*T:r*T+r+1], dP[r*T:r*T+r1]
-					var dot float32
-					for j, pv := range pr {
-						dot += pv * dr[j]
-					}
-					for j, pv := range pr {
-						dr[j] = pv * (dr[j] - dot)
-					}
-					clear(dr[r+1:])
+				// dA, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows
+				// r0..r1-1 have weights and gradients at the prefix and own positions before r1 only (dS
+				// is zero past each row's own position, up to r1, which the key blocks below read).
+				for _, b := range blocks {
+					r0, r1 := b[0], b[1]
+					rows := r1 - r0
+					q, dt := lc.q[qo+r0*qd:], datt[qo+r0*qd:]
 					if capped != nil {
-						lo := windowStart(r, win)
-						cr := capped[r*T+lo : r*T+r+1]
-						softcap(cr, c.AttnSoftcap)
-						softcapBack(dr[lo:r+1], cr, c.AttnSoftcap)
+						if P > 0 {
+							linalg.Sgemm(false, true, rows, P, hd, scale, q, qd, lc.k[po:], kd, 0, capped[r0*W:], W)
+						}
+						linalg.Sgemm(false, true, rows, r1, hd, scale, q, qd, lc.k[ko:], kd, 0, capped[r0*W+P:], W)
 					}
+					if P > 0 {
+						linalg.Sgemm(false, true, rows, P, hd, 1, dt, qd, lc.v[po:], kd, 0, dA[r0*W:], W)
+					}
+					linalg.Sgemm(false, true, rows, r1, hd, 1, dt, qd, lc.v[ko:], kd, 0, dA[r0*W+P:], W)
+					for r := r0; r < r1; r++ {
+						a := P + r // the row's position, counting the prefix
+						ar, dr := A[r*W:r*W+a+1], dA[r*W:r*W+P+r1]
+						var dot float32
+						for j, av := range ar {
+							dot += av * dr[j]
+						}
+						for j, av := range ar {
+							dr[j] = av * (dr[j] - dot)
+						}
+						clear(dr[a+1:])
+						if capped != nil {
+							lo := windowStart(a, win)
+							cr := capped[r*W+lo : r*W+a+1]
+							softcap(cr, c.AttnSoftcap)
+							softcapBack(dr[lo:a+1], cr, c.AttnSoftcap)
+						}
+					}
+					var beta float32
+					if P > 0 {
+						linalg.Sgemm(false, false, rows, hd, P, scale, dA[r0*W:], W, lc.k[po:], kd, 0, dq[qo+r0*qd:], qd)
+						beta = 1
+					}
+					linalg.Sgemm(false, false, rows, hd, r1, scale, dA[r0*W+P:], W, lc.k[ko:], kd, beta, dq[qo+r0*qd:], qd)
 				}
-				linalg.Sgemm(false, false, rows, hd, r1, scale, dP[r0*T:], T, lc.k[ko:], kd, 0, dq[qo+r0*qd:], qd)
-			}
-			// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
-			// contraction runs over those queries, T − c0 of them (blocks of queries would make it a
-			// block's rows, too short for the kernel).
-			for _, b := range blocks {
-				c0, c1 := b[0], b[1]
-				linalg.Sgemm(true, false, c1-c0, hd, T-c0, scale, dP[c0*T+c0:], T, lc.q[qo+c0*qd:], qd, 1, dk[ko+c0*kd:], kd)
-				linalg.Sgemm(true, false, c1-c0, hd, T-c0, 1, P[c0*T+c0:], T, datt[qo+c0*qd:], qd, 1, dv[ko+c0*kd:], kd)
+				// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
+				// contraction runs over those queries, T − c0 of them (blocks of queries would make it a
+				// block's rows, too short for the kernel).
+				for _, b := range blocks {
+					c0, c1 := b[0], b[1]
+					linalg.Sgemm(true, false, c1-c0, hd, T-c0, scale, dA[c0*W+P+c0:], W, lc.q[qo+c0*qd:], qd, 1, dk[ko+c0*kd:], kd)
+					linalg.Sgemm(true, false, c1-c0, hd, T-c0, 1, A[c0*W+P+c0:], W, datt[qo+c0*qd:], qd, 1, dv[ko+c0*kd:], kd)
+				}
+				if P > 0 { // every query of the sequence sees the prefix
+					linalg.Sgemm(true, false, P, hd, T, scale, dA, W, lc.q[qo:], qd, 1, dk[po:], kd)
+					linalg.Sgemm(true, false, P, hd, T, 1, A, W, datt[qo:], qd, 1, dv[po:], kd)
+				}
 			}
 		}
 	})
-	for s := range p.seqs {
-		T := int64(p.offs[s+1] - p.offs[s])
-		p.FlopsBwd += 8 * T * T * int64(hd*c.Heads)
-	}
+	p.FlopsBwd += 8 * p.attentionPairs()
 }
 
 // backScratch holds the per-layer gradient buffers, reused by every layer of one Backward.

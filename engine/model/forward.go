@@ -21,6 +21,12 @@ type PassOptions struct {
 	DropoutSeed int64
 	// OnKV, when set, receives each layer's post-RoPE keys and values [N × kvDim] (used to fill a KV cache).
 	OnKV func(layer int, k, v []float32)
+	// Prefix, when set, has one entry per sequence: −1, or the index of an earlier sequence (itself
+	// without a prefix) whose tokens come before this one's. Such a sequence's positions start after its
+	// prefix and its queries attend to the prefix's keys, so sequences sharing a prefix (the rollouts of
+	// one prompt) compute it once: the result is that of each sequence with the prefix in front, but the
+	// prefix's rows are computed, and their gradients accumulated, once.
+	Prefix []int
 }
 
 // layerCache holds one block's activations (all [N × width], row per token).
@@ -41,8 +47,10 @@ type Pass struct {
 	seqLoRA  []*LoRA // per sequence, for passes of several adapters (ExtendAdapters, DecodeAdapters)
 	opt      PassOptions
 	seqs     [][]int
-	offs     []int // offs[s] is the first row of sequence s; offs[len] = N
-	pos      []int // position of every row
+	offs     []int   // offs[s] is the first row of sequence s; offs[len] = N
+	prefix   []int   // PassOptions.Prefix (nil: no shared prefixes)
+	families [][]int // the sequences in groups that share a prefix, the prefix first (Backward's units)
+	pos      []int   // position of every row
 	N        int
 	layers   []*layerCache
 	xOut     []float32 // final residual stream
@@ -59,16 +67,23 @@ type Pass struct {
 // Forward runs seqs through the model.
 func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*Pass, error) {
 	c := w.Cfg
-	p := &Pass{w: w, lora: opt.LoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1)}
+	p := &Pass{w: w, lora: opt.LoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1), prefix: opt.Prefix}
+	if err := p.groupFamilies(); err != nil {
+		return nil, err
+	}
 	for s, toks := range seqs {
-		if len(toks) == 0 || len(toks) > c.MaxSeqLen {
-			return nil, fmt.Errorf("%w: sequence %d has %d tokens (1..%d allowed)", ErrInput, s, len(toks), c.MaxSeqLen)
+		start := 0
+		if p.prefix != nil && p.prefix[s] >= 0 {
+			start = len(seqs[p.prefix[s]])
+		}
+		if len(toks) == 0 || start+len(toks) > c.MaxSeqLen {
+			return nil, fmt.Errorf("%w: sequence %d has %d tokens (1..%d allowed)", ErrInput, s, start+len(toks), c.MaxSeqLen)
 		}
 		for i, id := range toks {
 			if id < 0 || id >= c.VocabSize {
 				return nil, fmt.Errorf("%w: sequence %d token %d is id %d (vocabulary %d)", ErrInput, s, i, id, c.VocabSize)
 			}
-			p.pos = append(p.pos, i)
+			p.pos = append(p.pos, start+i)
 		}
 		p.offs[s+1] = p.offs[s] + len(toks)
 	}
@@ -81,6 +96,44 @@ func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*
 		return nil, err
 	}
 	return p, nil
+}
+
+// groupFamilies checks PassOptions.Prefix and groups the sequences into families: a prefix and the
+// sequences after it (a sequence without either is a family of its own).
+func (p *Pass) groupFamilies() error {
+	S := len(p.seqs)
+	if p.prefix == nil {
+		p.families = make([][]int, S)
+		for s := range p.families {
+			p.families[s] = []int{s}
+		}
+		return nil
+	}
+	if len(p.prefix) != S {
+		return fmt.Errorf("%w: %d prefix entries for %d sequences", ErrInput, len(p.prefix), S)
+	}
+	fam := make([]int, S) // the family of each sequence that heads one
+	for s, ps := range p.prefix {
+		switch {
+		case ps < 0:
+			fam[s] = len(p.families)
+			p.families = append(p.families, []int{s})
+		case ps >= s || p.prefix[ps] >= 0:
+			return fmt.Errorf("%w: sequence %d has prefix %d, not an earlier sequence without one", ErrInput, s, ps)
+		default:
+			p.families[fam[ps]] = append(p.families[fam[ps]], s)
+		}
+	}
+	return nil
+}
+
+// prefixRows returns the first row and the length of sequence s's shared prefix (0, 0 without one).
+func (p *Pass) prefixRows(s int) (base, n int) {
+	if p.prefix == nil || p.prefix[s] < 0 {
+		return 0, 0
+	}
+	ps := p.prefix[s]
+	return p.offs[ps], p.offs[ps+1] - p.offs[ps]
 }
 
 func (p *Pass) embed() []float32 {
@@ -258,7 +311,8 @@ func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 
 // attention computes softmax(cap(s·q·kᵀ) + mask)·v per sequence and head into lc.att, with s the attention
 // scale (1/√d unless configured), cap the optional soft-capping and the mask causal (and, in a local layer,
-// limited to the window).
+// limited to the window). A sequence with a shared prefix attends to the prefix's P rows before its own T:
+// its weights are a T × (P + T) matrix, the prefix's columns first.
 func (p *Pass) attention(l int, lc *layerCache) {
 	c := p.w.Cfg
 	win := c.window(l)
@@ -267,39 +321,61 @@ func (p *Pass) attention(l int, lc *layerCache) {
 		p.allocProbs(lc)
 	}
 	group := c.Heads / c.KVHeads
+	qd, kd, hd, scale := c.QDim(), c.KVDim(), c.HeadDim, c.attnScale()
 	parallel(S*c.KVHeads, func(wk, i int) {
 		s, kvh := i/c.KVHeads, i%c.KVHeads
 		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+		pb, P := p.prefixRows(s)
+		W := P + T
 		blocks := causalBlocks(T)
 		for h := kvh * group; h < (kvh+1)*group; h++ {
-			var P []float32
+			var A []float32
 			if p.opt.Keep {
-				P = lc.probs[s*c.Heads+h]
+				A = lc.probs[s*c.Heads+h]
 			} else {
-				P = p.workerScratch(wk, T*T)
+				A = p.workerScratch(wk, T*W)
 			}
-			q := lc.q[base*c.QDim()+h*c.HeadDim:]
-			k := lc.k[base*c.KVDim()+kvh*c.HeadDim:]
-			v := lc.v[base*c.KVDim()+kvh*c.HeadDim:]
-			att := lc.att[base*c.QDim()+h*c.HeadDim:]
+			q := lc.q[base*qd+h*hd:]
+			k, v := lc.k[base*kd+kvh*hd:], lc.v[base*kd+kvh*hd:]
+			kp, vp := lc.k[pb*kd+kvh*hd:], lc.v[pb*kd+kvh*hd:]
+			att := lc.att[base*qd+h*hd:]
 			for _, b := range blocks {
-				r0, r1 := b[0], b[1] // rows r0..r1-1 see positions 0..r1-1 at most
-				linalg.Sgemm(false, true, r1-r0, r1, c.HeadDim, c.attnScale(), q[r0*c.QDim():], c.QDim(), k, c.KVDim(), 0, P[r0*T:], T)
-				for r := r0; r < r1; r++ {
-					row, lo := P[r*T:(r+1)*T], windowStart(r, win)
-					if c.AttnSoftcap > 0 {
-						softcap(row[lo:r+1], c.AttnSoftcap)
-					}
-					softmaxWindowRow(row, lo, r)
+				r0, r1 := b[0], b[1] // rows r0..r1-1 see the prefix and own positions 0..r1-1 at most
+				rows := r1 - r0
+				if P > 0 {
+					linalg.Sgemm(false, true, rows, P, hd, scale, q[r0*qd:], qd, kp, kd, 0, A[r0*W:], W)
 				}
-				linalg.Sgemm(false, false, r1-r0, c.HeadDim, r1, 1, P[r0*T:], T, v, c.KVDim(), 0, att[r0*c.QDim():], c.QDim())
+				linalg.Sgemm(false, true, rows, r1, hd, scale, q[r0*qd:], qd, k, kd, 0, A[r0*W+P:], W)
+				for r := r0; r < r1; r++ {
+					row, lo := A[r*W:(r+1)*W], windowStart(P+r, win)
+					if c.AttnSoftcap > 0 {
+						softcap(row[lo:P+r+1], c.AttnSoftcap)
+					}
+					softmaxWindowRow(row, lo, P+r)
+				}
+				var beta float32
+				if P > 0 {
+					linalg.Sgemm(false, false, rows, hd, P, 1, A[r0*W:], W, vp, kd, 0, att[r0*qd:], qd)
+					beta = 1
+				}
+				linalg.Sgemm(false, false, rows, hd, r1, 1, A[r0*W+P:], W, v, kd, beta, att[r0*qd:], qd)
 			}
 		}
 	})
-	for s := 0; s < S; s++ {
+	p.FlopsFwd += 4 * p.attentionPairs()
+}
+
+// attentionPairs counts the (query, key) pairs causal attention scores in the pass, times the heads' width:
+// each costs two flops in the scores and two in the weighted sum of values per dimension forward, twice
+// that backward. (The blocks compute a few masked pairs too; they are not counted.)
+func (p *Pass) attentionPairs() int64 {
+	var n int64
+	for s := range p.seqs {
+		_, P := p.prefixRows(s)
 		T := int64(p.offs[s+1] - p.offs[s])
-		p.FlopsFwd += 4 * T * T * int64(c.HeadDim*c.Heads)
+		n += T*int64(P) + T*(T+1)/2
 	}
+	return n * int64(p.w.Cfg.HeadDim*p.w.Cfg.Heads)
 }
 
 // causalBlocks splits a sequence's T query rows into blocks of about attnBlock rows, [r0, r1) each: the rows
@@ -325,15 +401,19 @@ var attnBlock = 64
 func (p *Pass) allocProbs(lc *layerCache) {
 	H := p.w.Cfg.Heads
 	lc.probs = make([][]float32, len(p.seqs)*H)
+	size := func(s int) int {
+		_, P := p.prefixRows(s)
+		T := p.offs[s+1] - p.offs[s]
+		return T * (P + T)
+	}
 	total := 0
 	for s := range p.seqs {
-		T := p.offs[s+1] - p.offs[s]
-		total += H * T * T
+		total += H * size(s)
 	}
 	buf := p.opt.Arena.dirty(total)
 	for i := range lc.probs {
-		T := p.offs[i/H+1] - p.offs[i/H]
-		lc.probs[i], buf = buf[:T*T:T*T], buf[T*T:]
+		n := size(i / H)
+		lc.probs[i], buf = buf[:n:n], buf[n:]
 	}
 }
 

@@ -5,6 +5,15 @@ package model
 // buffers forward.go, backward.go and head.go take from the arena; TestTrainPassBytes holds it to the
 // arena's count.
 func TrainPassBytes(c Config, rank int, targets [NumModules]bool, dropout bool, lens []int) int64 {
+	var n int64
+	for _, T := range lens {
+		n += TrainSeqBytes(c, rank, targets, dropout, T, 0)
+	}
+	return n
+}
+
+// trainTokenBytes is a training pass's arena memory per token, attention weights aside.
+func trainTokenBytes(c Config, rank int, targets [NumModules]bool, dropout bool) int64 {
 	D, QD, KVD, H, L := int64(c.Dim), int64(c.QDim()), int64(c.KVDim()), int64(c.Hidden), int64(c.Layers)
 	var lu, drop int64
 	for m, on := range targets {
@@ -27,13 +36,13 @@ func TrainPassBytes(c Config, rank int, targets [NumModules]bool, dropout bool, 
 	if c.SandwichNorm { // per layer the sublayers' outputs before their norms and the scales; their gradient
 		perToken += L*(2*D+2) + D
 	}
-	var n, sq int64
-	for _, t := range lens {
-		n += int64(t)
-		sq += int64(t) * int64(t)
-	}
-	// Attention weights of every (sequence, head) of every layer: T×T each.
-	return 4 * (n*perToken + L*int64(c.Heads)*sq)
+	return 4 * perToken
+}
+
+// TrainSeqBytes is one sequence's share of TrainPassBytes: T tokens after a shared prefix of P tokens
+// (PassOptions.Prefix; 0: none), whose attention weights are T × (P + T) per head and layer.
+func TrainSeqBytes(c Config, rank int, targets [NumModules]bool, dropout bool, T, P int) int64 {
+	return int64(T)*trainTokenBytes(c, rank, targets, dropout) + 4*int64(c.Layers)*int64(c.Heads)*int64(T)*int64(P+T)
 }
 
 // InferPassBytes is the arena memory of a forward pass without kept activations (one layer's buffers

@@ -7,7 +7,8 @@ import (
 
 // TestTrainPassBytes: the estimate of a training pass's arena memory is exactly what a Forward with kept
 // activations, a chunked head gradient and BackwardHidden take from the arena, with and without LoRA
-// dropout, for sequences of different lengths; InferPassBytes likewise for a pass without backward.
+// dropout, for sequences of different lengths (two of them after the first as their shared prefix too:
+// TrainSeqBytes); InferPassBytes likewise for a pass without backward.
 func TestTrainPassBytes(t *testing.T) {
 	qk := tinyConfig()
 	qk.QKNorm, qk.Bias = true, [NumModules]bool{ModQ: true, ModK: true, ModV: true}
@@ -40,6 +41,22 @@ func TestTrainPassBytes(t *testing.T) {
 			}
 			if ar.Bytes() < ar.Used() {
 				t.Errorf("arena holds %d bytes but handed out %d", ar.Bytes(), ar.Used())
+			}
+			// The second and third sequences after the first as their shared prefix.
+			ar = Arena{}
+			if p, err = w.Forward(ctx, testSeqs, PassOptions{LoRA: lora, Keep: true, Arena: &ar, DropoutSeed: 1, Prefix: []int{-1, 0, 0}}); err != nil {
+				t.Fatal(err)
+			}
+			p.AddHeadGrad(rows, p.Logits(rows), Grads{L: lora.ZeroLike()})
+			if err := p.BackwardHidden(ctx, Grads{L: lora.ZeroLike()}); err != nil {
+				t.Fatal(err)
+			}
+			want := TrainSeqBytes(cfg, 3, targets, dropout > 0, lens[0], 0)
+			for _, T := range lens[1:] {
+				want += TrainSeqBytes(cfg, 3, targets, dropout > 0, T, lens[0])
+			}
+			if got := ar.Used(); got != want {
+				t.Errorf("qk norm %v, dropout %g, a shared prefix: training pass took %d bytes, TrainSeqBytes say %d", cfg.QKNorm, dropout, got, want)
 			}
 		}
 		var ar Arena

@@ -85,6 +85,7 @@ func main() {
 		seqs      = flag.Int("seqs", 32, "sequences of a training step")
 		seqLen    = flag.Int("len", 128, "tokens per training sequence")
 		trainable = flag.Int("trainable", 96, "trailing trainable tokens per sequence")
+		group     = flag.Int("group", 1, "sequences per prompt: groups of this many share their untrainable leading tokens, as RL rollouts of one prompt do (not with -compare)")
 		prompt    = flag.Int("prompt", 128, "prompt tokens (prefill, and the context decoding starts from)")
 		decode    = flag.Int("decode", 32, "decoding steps")
 		python    = flag.String("python", "/usr/bin/python3", "Python with torch (compare)")
@@ -133,7 +134,7 @@ func main() {
 	var err error
 	switch *work {
 	case "rl", "sft":
-		err = trainWork(sh, *work, *seqs, *seqLen, *trainable)
+		err = trainWork(sh, *work, *seqs, *seqLen, *trainable, *group)
 	case "infer":
 		err = inferWork(sh, *prompt, *decode)
 	default:
@@ -170,8 +171,9 @@ func emit(r result) {
 }
 
 // trainWork measures one RL (CISPO, token level) or SFT step of n sequences of T random tokens whose last
-// trainable tokens get loss, LoRA rank 8 on all seven projections, after a one-sequence warm-up step.
-func trainWork(sh shape, work string, n, T, trainable int) error {
+// trainable tokens get loss, LoRA rank 8 on all seven projections, after a one-sequence warm-up step. In
+// groups of group sequences, the tokens before the trainable ones are the same (a prompt and its rollouts).
+func trainWork(sh shape, work string, n, T, trainable, group int) error {
 	ctx := context.Background()
 	b, err := engine.NewRandomBase(sh.name, []byte(sh.config), 1)
 	if err != nil {
@@ -199,6 +201,9 @@ func trainWork(sh shape, work string, n, T, trainable int) error {
 			s := engine.Sequence{Tokens: make([]int, T), Trainable: make([]bool, T), OldLogprobs: make([]float32, T)}
 			for j := range s.Tokens {
 				s.Tokens[j] = rng.Intn(b.VocabSize())
+				if i%max(1, group) > 0 && j < T-trainable {
+					s.Tokens[j] = out[i-1].Tokens[j]
+				}
 				s.Trainable[j] = j >= T-trainable
 				s.OldLogprobs[j] = -float32(math.Log(float64(b.VocabSize())))
 			}
