@@ -205,7 +205,8 @@ torch-fixtures:
 asm:
 	cd engine/linalg/_asmgen && $(GO) run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg \
 		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go \
-		-amxout ../amx_amd64.s -amxstubs ../amx_stubs_amd64.go
+		-amxout ../amx_amd64.s -amxstubs ../amx_stubs_amd64.go \
+		-skinnyout ../skinny_amd64.s -skinnystubs ../skinny_stubs_amd64.go
 
 ## clean: stop the throwaway PostgreSQL, remove the binary and ./.data
 clean:

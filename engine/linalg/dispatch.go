@@ -22,6 +22,10 @@ var (
 	// rowsDot and colsAcc are the two matrix-vector forms (see gemv.go).
 	rowsDot = rowsDotGeneric
 	colsAcc = colsAccGeneric
+	// skinny, when set, computes a product of an adapter's shape (its rank on one side, a micro-batch's tokens
+	// on the other; skinny_amd64.go) and reports true, or reports false for any other product.
+	skinny func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+		beta float32, c []float32, ldc int) bool
 )
 
 // Backend names the Sgemm implementation in use: "avx512", "avx2", "generic" or "openblas".
@@ -50,6 +54,7 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		// this way, yet the RL step was no faster, 7.1 s against 6.6 in one run each: the blocked path, whose
 		// products the rest of the step overlaps with, stays there.)
 		dotsRows(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case skinny != nil && skinny(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
 	case m*n*k < smallMACs:
 		sgemmNaive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case transB && m > smallRowsMax && m <= fewRowsMax && k >= 64:

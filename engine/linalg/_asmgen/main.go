@@ -4,7 +4,8 @@
 //
 //	cd engine/linalg/_asmgen && go run . -out ../tiles_bf16_amd64.s -stubs ../tiles_bf16_stubs_amd64.go -pkg linalg \
 //		-dotout ../tiles_bf16dot_amd64.s -dotstubs ../tiles_bf16dot_stubs_amd64.go \
-//		-amxout ../amx_amd64.s -amxstubs ../amx_stubs_amd64.go
+//		-amxout ../amx_amd64.s -amxstubs ../amx_stubs_amd64.go \
+//		-skinnyout ../skinny_amd64.s -skinnystubs ../skinny_stubs_amd64.go
 //
 // It is a module of its own so that the project does not depend on avo; its output is committed.
 package main
@@ -44,7 +45,7 @@ func main() {
 	packA6()
 	packPairs()
 	Generate()
-	for _, write := range []func() error{writeDotTiles, writeAMX} {
+	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {
 		if err := write(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

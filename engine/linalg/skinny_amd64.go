@@ -1,0 +1,116 @@
+//go:build amd64
+
+package linalg
+
+import "sync"
+
+func init() {
+	if hasAVX512() {
+		skinny = skinnyAVX512
+	}
+}
+
+// Skinny products: an adapter's rank r (8 or 16) on one side, a micro-batch's tokens on the other (see
+// _asmgen/skinny.go). Four forms of a LoRA layer's training pass reach them:
+//
+//	u = x·Aᵀ, du = s·dy·B       C = alpha·X·M for C with r columns (skinnyRows; Aᵀ is transposed first)
+//	dA += duᵀ·x                 C += alpha·Uᵀ·X for C with r rows (skinnyOuter)
+//	dB += s·dyᵀ·u               the same for Cᵀ, then added to C transposed
+//
+// The remaining two, y += s·u·Bᵀ and dx += du·A (k = r), stream C once and the blocked kernel runs them
+// near the memory's rate already.
+
+// skinnyMinRows is the fewest rows (tokens) a skinny product takes: below it the few-row kernels and the
+// blocked kernel, whose packing is then small, serve as before.
+const skinnyMinRows = 64
+
+// skinnyAVX512 computes the product on the skinny kernels and reports true when it has one of their forms.
+func skinnyAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) bool {
+	switch {
+	case !transA && n <= 16 && m >= skinnyMinRows && k >= 32 && beta == 0:
+		mat, ldm := b, ldb
+		if transB { // M = Bᵀ, k × n
+			buf := skinnyScratch.Get().(*[]float32)
+			defer skinnyScratch.Put(buf)
+			if cap(*buf) < k*n {
+				*buf = make([]float32, k*n)
+			}
+			mat, ldm = (*buf)[:k*n], n
+			for j := 0; j < n; j++ {
+				for p, v := range b[j*ldb : j*ldb+k] {
+					mat[p*n+j] = v
+				}
+			}
+		}
+		skinnyRowsProduct(m, n, k, alpha, a, lda, mat, ldm, c, ldc)
+		// The last m mod 8 rows as any few rows (M as a plain matrix now).
+		if r := m % 8; r > 0 {
+			m0 := m - r
+			sgemmGo(false, false, r, n, k, alpha, a[m0*lda:], lda, mat, ldm, 0, c[m0*ldc:], ldc)
+		}
+		return true
+	case transA && !transB && m%8 == 0 && m <= 16 && n >= 32 && k >= skinnyMinRows:
+		scaleMatrix(m, n, beta, c, ldc)
+		skinnyOuterProduct(m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		return true
+	case transA && !transB && n%8 == 0 && n <= 16 && m >= 32 && k >= skinnyMinRows:
+		buf := skinnyScratch.Get().(*[]float32)
+		defer skinnyScratch.Put(buf)
+		if cap(*buf) < n*m {
+			*buf = make([]float32, n*m)
+		}
+		t := (*buf)[:n*m]
+		clear(t)
+		skinnyOuterProduct(n, m, k, 1, b, ldb, a, lda, t, m) // Cᵀ = Bᵀ·A
+		for i := 0; i < m; i++ {
+			ci := c[i*ldc : i*ldc+n]
+			for j := range ci {
+				if beta == 0 {
+					ci[j] = alpha * t[j*m+i]
+				} else {
+					ci[j] = beta*ci[j] + alpha*t[j*m+i]
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+var skinnyScratch = sync.Pool{New: func() any { return new([]float32) }}
+
+// skinnyRowsProduct sets the first m − m mod 8 rows of C (m × n, n ≤ 16) to alpha·X·M, 8 rows a call,
+// split among the workers by runs of 64 rows.
+func skinnyRowsProduct(m, n, k int, alpha float32, x []float32, ldx int, mat []float32, ldm int, c []float32, ldc int) {
+	kern := skinnyRows8x16AVX512
+	if n <= 8 {
+		kern = skinnyRows8x8AVX512
+	}
+	mask := 1<<n - 1
+	blocks := m / 8
+	const run = 8 // blocks per claim
+	workers, release := acquireWorkers(m, n, k)
+	defer release()
+	parallelFor(workers, (blocks+run-1)/run, func(_, i int) {
+		for bl := i * run; bl < min(blocks, (i+1)*run); bl++ {
+			r := 8 * bl
+			kern(k, &x[r*ldx], ldx, &mat[0], ldm, &c[r*ldc], ldc, mask, alpha)
+		}
+	})
+}
+
+// skinnyOuterProduct adds alpha·Uᵀ·X to C (m × n, m a multiple of 8): U is k × m (stride ldu), X k × n
+// (stride ldx). The workers split C's columns in blocks of 32; each keeps an 8 × 32 block in registers over
+// all k rows.
+func skinnyOuterProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
+	cols := (n + 31) / 32
+	workers, release := acquireWorkers(m, n, k)
+	defer release()
+	parallelFor(workers, cols*(m/8), func(_, i int) {
+		a0, j0 := 32*(i%cols), 8*(i/cols)
+		w := min(32, n-a0)
+		masks := 1<<w - 1
+		skinnyOuter8x32AVX512(k, &u[j0], ldu, &x[a0], ldx, &c[j0*ldc+a0], ldc, masks, alpha)
+	})
+}

@@ -1,0 +1,90 @@
+//go:build amd64
+
+package linalg
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSkinny: the skinny kernels compute an adapter's four product forms as the float64 reference does, for
+// ranks 1 to 16 (the masks), row counts that are and are not multiples of 8, odd and even k, padded strides,
+// alpha ≠ 1 and beta 0 (C seeded with NaN, never read), 1 and 0.5; and every such shape reaches them.
+func TestSkinny(t *testing.T) {
+	if skinny == nil {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	take := func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+		beta float32, c []float32, ldc int) {
+		if !skinny(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+			t.Fatalf("%v %v %d×%d×%d beta %v: not a skinny product", transA, transB, m, n, k, beta)
+		}
+	}
+	for _, r := range []int{1, 3, 8, 11, 16} {
+		for _, tokens := range []int{64, 71, 203} {
+			for _, k := range []int{32, 33, 200} {
+				for _, pad := range []int{0, 5} {
+					// u = x·Aᵀ and du = s·dy·B: tokens × r, beta 0.
+					newGemmCase(rng, false, true, tokens, r, k, 1, 0, pad).check(t, "rows Aᵀ", take)
+					newGemmCase(rng, false, false, tokens, r, k, 0.75, 0, pad).check(t, "rows B", take)
+					if r%8 != 0 || k < skinnyMinRows {
+						continue
+					}
+					// dA += duᵀ·x (r × k, contraction over the tokens) and dB += s·dyᵀ·u (k × r).
+					for _, beta := range []float32{0, 1, 0.5} {
+						newGemmCase(rng, true, false, r, k, tokens, 1.5, beta, pad).check(t, fmt.Sprint("outer beta ", beta), take)
+						newGemmCase(rng, true, false, k, r, tokens, 0.5, beta, pad).check(t, fmt.Sprint("outer transposed beta ", beta), take)
+					}
+				}
+			}
+		}
+	}
+	if skinny(false, true, 32, 8, 576, 1, make([]float32, 32*576), 576, make([]float32, 8*576), 576, 0, make([]float32, 32*8), 8) {
+		t.Error("32 rows (a decoding batch) taken as a skinny product")
+	}
+}
+
+// BenchmarkSkinny: an adapter's products at the 135M shape for a micro-batch of 1,400 tokens, through Sgemm
+// (the skinny kernels where the CPU has AVX-512) and through the blocked path they replace.
+func BenchmarkSkinny(b *testing.B) {
+	const N, in, r = 1400, 576, 8
+	x, A, dU := make([]float32, N*in), make([]float32, r*in), make([]float32, N*r)
+	for i := range x {
+		x[i] = float32(i%13) * 0.01
+	}
+	for _, form := range []struct {
+		name           string
+		transA, transB bool
+		m, n, k        int
+		a              []float32
+		lda            int
+		bm             []float32
+		ldb            int
+		beta           float32
+		out            []float32
+		ldc            int
+	}{
+		{"xAt", false, true, N, r, in, x, in, A, in, 0, dU, r},
+		{"dyB", false, false, N, r, in, x, in, A, r, 0, dU, r},
+		{"dAt", true, false, r, in, N, dU, r, x, in, 1, A, in},
+		{"dBt", true, false, in, r, N, x, in, dU, r, 1, A, r},
+	} {
+		for _, path := range []string{"sgemm", "blocked"} {
+			b.Run(form.name+"/"+path, func(b *testing.B) {
+				f := form
+				saved := skinny
+				if path == "blocked" {
+					skinny = nil
+				}
+				defer func() { skinny = saved }()
+				b.SetBytes(int64(4 * N * in))
+				for b.Loop() {
+					Sgemm(f.transA, f.transB, f.m, f.n, f.k, 1, f.a, f.lda, f.bm, f.ldb, f.beta, f.out, f.ldc)
+				}
+				b.ReportMetric(2*float64(f.m*f.n*f.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
