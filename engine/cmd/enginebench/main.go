@@ -74,7 +74,9 @@ type result struct {
 	Seqs    int     `json:"seqs,omitempty"`
 	Tokens  int     `json:"tokens"`
 	Seconds float64 `json:"seconds"`
-	rss     int64   // peak RSS of the child process (bytes), filled by the parent
+	// The training step's own matmul_gflops: the flops its products issued (attention causally) per second.
+	MatmulGFLOPs float64 `json:"matmul_gflops,omitempty"`
+	rss          int64   // peak RSS of the child process (bytes), filled by the parent
 }
 
 func main() {
@@ -211,27 +213,26 @@ func trainWork(sh shape, work string, n, T, trainable, group int) error {
 		}
 		return out
 	}
-	step := func(batch []engine.RLSample) error {
+	step := func(batch []engine.RLSample) (engine.StepStats, error) {
 		if work == "rl" {
-			_, err := tr.RLStep(ctx, batch, engine.RLConfig{}, engine.DefaultAdamWConfig())
-			return err
+			return tr.RLStep(ctx, batch, engine.RLConfig{}, engine.DefaultAdamWConfig())
 		}
 		seqs := make([]engine.Sequence, len(batch))
 		for i, s := range batch {
 			seqs[i] = s.Sequence
 		}
-		_, err := tr.SFTStep(ctx, seqs, engine.DefaultAdamWConfig())
-		return err
+		return tr.SFTStep(ctx, seqs, engine.DefaultAdamWConfig())
 	}
-	if err := step(mk(1, 1)); err != nil {
+	if _, err := step(mk(1, 1)); err != nil {
 		return err
 	}
 	batch := mk(n, 2)
 	start := time.Now()
-	if err := step(batch); err != nil {
+	st, err := step(batch)
+	if err != nil {
 		return err
 	}
-	emit(result{Work: work, Seqs: n, Tokens: n * T, Seconds: time.Since(start).Seconds()})
+	emit(result{Work: work, Seqs: n, Tokens: n * T, Seconds: time.Since(start).Seconds(), MatmulGFLOPs: st["matmul_gflops"]})
 	return nil
 }
 
