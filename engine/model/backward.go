@@ -206,11 +206,12 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 // the score gradient is dS = A ⊙ (dA − rowsum(A ⊙ dA)) (masked positions have A = 0, so the window
 // needs nothing more), times 1 − tanh² of the uncapped scores when they are soft-capped (recomputed here
 // rather than kept); dq = s·dS·k, dk += s·dSᵀ·q, dv += Aᵀ·datt. A sequence after a shared prefix adds its
-// share of the prefix's dk, dv too. Work is split by (family, kv head) (groupFamilies): grouped heads, and
-// the sequences after one prefix, accumulate into the same dk, dv rows without races.
+// share of the prefix's dk, dv too. The heads of a key/value head go together, stacked as the forward pass
+// stacked them (stackHeads). Work is split by (family, kv head) (groupFamilies): the sequences after one
+// prefix accumulate into the same dk, dv rows without races.
 func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) {
 	c := p.w.Cfg
-	group := c.Heads / c.KVHeads
+	G := c.Heads / c.KVHeads
 	scale := c.attnScale()
 	win := c.window(l)
 	qd, kd, hd := c.QDim(), c.KVDim(), c.HeadDim
@@ -220,37 +221,46 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 			base, T := p.offs[s], p.offs[s+1]-p.offs[s]
 			pb, P := p.prefixRows(s)
 			W := P + T
+			R := T * G // stacked rows
+			A := lc.probs[s*c.KVHeads+kvh]
+			n := 3*R*hd + R*W
+			if c.AttnSoftcap > 0 {
+				n += R * W
+			}
+			buf := p.workerScratch(wk, n)
+			qs, ds, dqs := buf[:R*hd], buf[R*hd:2*R*hd], buf[2*R*hd:3*R*hd]
+			dA, capped := buf[3*R*hd:3*R*hd+R*W], []float32(nil)
+			if c.AttnSoftcap > 0 {
+				capped = buf[3*R*hd+R*W:]
+			}
+			ho := kvh * G * hd // the group's first column in q, datt, dq
+			stackHeads(qs, lc.q[base*qd+ho:], qd, T, G*hd)
+			stackHeads(ds, datt[base*qd+ho:], qd, T, G*hd)
+			k, v := lc.k[base*kd+kvh*hd:], lc.v[base*kd+kvh*hd:]
+			kp, vp := lc.k[pb*kd+kvh*hd:], lc.v[pb*kd+kvh*hd:]
 			blocks := causalBlocks(T)
-			for h := kvh * group; h < (kvh+1)*group; h++ {
-				A := lc.probs[s*c.Heads+h]
-				var dA, capped []float32
-				qo, ko, po := base*qd+h*hd, base*kd+kvh*hd, pb*kd+kvh*hd
-				if c.AttnSoftcap > 0 {
-					buf := p.workerScratch(wk, 2*T*W)
-					dA, capped = buf[:T*W], buf[T*W:]
-				} else {
-					dA = p.workerScratch(wk, T*W)
-				}
-				// dA, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows
-				// r0..r1-1 have weights and gradients at the prefix and own positions before r1 only (dS
-				// is zero past each row's own position, up to r1, which the key blocks below read).
-				for _, b := range blocks {
-					r0, r1 := b[0], b[1]
-					rows := r1 - r0
-					q, dt := lc.q[qo+r0*qd:], datt[qo+r0*qd:]
-					if capped != nil {
-						if P > 0 {
-							linalg.Sgemm(false, true, rows, P, hd, scale, q, qd, lc.k[po:], kd, 0, capped[r0*W:], W)
-						}
-						linalg.Sgemm(false, true, rows, r1, hd, scale, q, qd, lc.k[ko:], kd, 0, capped[r0*W+P:], W)
-					}
+			// dA, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows r0..r1-1
+			// have weights and gradients at the prefix and own positions before r1 only (dS is zero past each
+			// row's own position, up to r1, which the key blocks below read).
+			for _, b := range blocks {
+				r0, r1 := b[0], b[1]
+				rows := (r1 - r0) * G
+				q, dt, da := qs[r0*G*hd:], ds[r0*G*hd:], dA[r0*G*W:]
+				if capped != nil {
 					if P > 0 {
-						linalg.Sgemm(false, true, rows, P, hd, 1, dt, qd, lc.v[po:], kd, 0, dA[r0*W:], W)
+						linalg.Sgemm(false, true, rows, P, hd, scale, q, hd, kp, kd, 0, capped[r0*G*W:], W)
 					}
-					linalg.Sgemm(false, true, rows, r1, hd, 1, dt, qd, lc.v[ko:], kd, 0, dA[r0*W+P:], W)
-					for r := r0; r < r1; r++ {
-						a := P + r // the row's position, counting the prefix
-						ar, dr := A[r*W:r*W+a+1], dA[r*W:r*W+P+r1]
+					linalg.Sgemm(false, true, rows, r1, hd, scale, q, hd, k, kd, 0, capped[r0*G*W+P:], W)
+				}
+				if P > 0 {
+					linalg.Sgemm(false, true, rows, P, hd, 1, dt, hd, vp, kd, 0, da, W)
+				}
+				linalg.Sgemm(false, true, rows, r1, hd, 1, dt, hd, v, kd, 0, da[P:], W)
+				for r := r0; r < r1; r++ {
+					a := P + r // the row's position, counting the prefix
+					for g := range G {
+						x := (r*G + g) * W
+						ar, dr := A[x:x+a+1], dA[x:x+P+r1]
 						var dot float32
 						for j, av := range ar {
 							dot += av * dr[j]
@@ -261,30 +271,31 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 						clear(dr[a+1:])
 						if capped != nil {
 							lo := windowStart(a, win)
-							cr := capped[r*W+lo : r*W+a+1]
+							cr := capped[x+lo : x+a+1]
 							softcap(cr, c.AttnSoftcap)
 							softcapBack(dr[lo:a+1], cr, c.AttnSoftcap)
 						}
 					}
-					var beta float32
-					if P > 0 {
-						linalg.Sgemm(false, false, rows, hd, P, scale, dA[r0*W:], W, lc.k[po:], kd, 0, dq[qo+r0*qd:], qd)
-						beta = 1
-					}
-					linalg.Sgemm(false, false, rows, hd, r1, scale, dA[r0*W+P:], W, lc.k[ko:], kd, beta, dq[qo+r0*qd:], qd)
 				}
-				// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
-				// contraction runs over those queries, T − c0 of them (blocks of queries would make it a
-				// block's rows, too short for the kernel).
-				for _, b := range blocks {
-					c0, c1 := b[0], b[1]
-					linalg.Sgemm(true, false, c1-c0, hd, T-c0, scale, dA[c0*W+P+c0:], W, lc.q[qo+c0*qd:], qd, 1, dk[ko+c0*kd:], kd)
-					linalg.Sgemm(true, false, c1-c0, hd, T-c0, 1, A[c0*W+P+c0:], W, datt[qo+c0*qd:], qd, 1, dv[ko+c0*kd:], kd)
+				var beta float32
+				if P > 0 {
+					linalg.Sgemm(false, false, rows, hd, P, scale, da, W, kp, kd, 0, dqs[r0*G*hd:], hd)
+					beta = 1
 				}
-				if P > 0 { // every query of the sequence sees the prefix
-					linalg.Sgemm(true, false, P, hd, T, scale, dA, W, lc.q[qo:], qd, 1, dk[po:], kd)
-					linalg.Sgemm(true, false, P, hd, T, 1, A, W, datt[qo:], qd, 1, dv[po:], kd)
-				}
+				linalg.Sgemm(false, false, rows, hd, r1, scale, da[P:], W, k, kd, beta, dqs[r0*G*hd:], hd)
+			}
+			unstackHeads(dq[base*qd+ho:], qd, dqs, T, G*hd)
+			// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
+			// contraction runs over their stacked rows, (T − c0)·group of them (blocks of queries would make
+			// it a block's rows, too short for the kernel).
+			for _, b := range blocks {
+				c0, c1 := b[0], b[1]
+				linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, scale, dA[c0*G*W+P+c0:], W, qs[c0*G*hd:], hd, 1, dk[base*kd+kvh*hd+c0*kd:], kd)
+				linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, 1, A[c0*G*W+P+c0:], W, ds[c0*G*hd:], hd, 1, dv[base*kd+kvh*hd+c0*kd:], kd)
+			}
+			if P > 0 { // every query of the sequence sees the prefix
+				linalg.Sgemm(true, false, P, hd, R, scale, dA, W, qs, hd, 1, dk[pb*kd+kvh*hd:], kd)
+				linalg.Sgemm(true, false, P, hd, R, 1, A, W, ds, hd, 1, dv[pb*kd+kvh*hd:], kd)
 			}
 		}
 	})
