@@ -37,6 +37,15 @@ func parallelFor(workers, count int, fn func(worker, i int)) {
 // parallelCalls counts the Sgemm calls currently running with more than one goroutine.
 var parallelCalls atomic.Int32
 
+// Occupy tells the products that n goroutines of the caller's are running them already (its own split of
+// a larger task, as the engine's attention heads are) until the returned release: while they run, each
+// product takes fewer goroutines of its own, none when n covers every core, instead of nesting more
+// goroutines under the caller's.
+func Occupy(n int) (release func()) {
+	parallelCalls.Add(int32(n))
+	return func() { parallelCalls.Add(-int32(n)) }
+}
+
 // acquireWorkers picks how many goroutines a product of m·n·k multiply-adds deserves and returns it with the
 // release to call when the product is done. Below minParallelMACs starting and joining goroutines costs more
 // than it saves. Above it the cores are shared among the products running at the same time: the engine

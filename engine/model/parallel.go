@@ -2,6 +2,8 @@ package model
 
 import (
 	"runtime"
+
+	"github.com/trainyard/trainyard/engine/linalg"
 	"sync"
 	"sync/atomic"
 )
@@ -16,6 +18,7 @@ func parallel(n int, fn func(worker, i int)) {
 		}
 		return
 	}
+	defer linalg.Occupy(workers)()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
