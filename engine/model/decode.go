@@ -339,5 +339,99 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 		}
 		return
 	}
-	parallel(len(p.decode)*c.KVHeads, work)
+	alone, groups := p.sharedBases(l)
+	parallel((len(alone)+len(groups))*c.KVHeads, func(wk, i int) {
+		u, kvh := i/c.KVHeads, i%c.KVHeads
+		if u < len(alone) {
+			work(wk, alone[u]*c.KVHeads+kvh)
+			return
+		}
+		p.attendShared(wk, l, lc, groups[u-len(alone)], kvh)
+	})
+}
+
+// sharedBases splits the rows of a decoding step into those attended one sequence at a time and groups of
+// decoding rows (one token each) whose caches start with the same shared run (Cache.base: the prompt of a
+// group of rollouts), which attendShared takes together. In a local layer whose window starts past
+// position 0 for any of them, they stay apart.
+func (p *Pass) sharedBases(l int) (alone []int, groups [][]int) {
+	type key struct {
+		base *Cache
+		n    int
+	}
+	var at map[key]int
+	win := p.w.Cfg.window(l)
+	for b, ca := range p.decode {
+		T := p.offs[b+1] - p.offs[b]
+		if T != 1 || ca.base == nil || windowStart(ca.Len, win) > 0 {
+			alone = append(alone, b)
+			continue
+		}
+		if at == nil {
+			at = map[key]int{}
+		}
+		k := key{ca.base, ca.baseLen}
+		g, ok := at[k]
+		if !ok {
+			g = len(groups)
+			at[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], b)
+	}
+	for g := 0; g < len(groups); g++ { // a group of one gains nothing
+		if len(groups[g]) == 1 {
+			alone = append(alone, groups[g][0])
+			groups = append(groups[:g], groups[g+1:]...)
+			g--
+		}
+	}
+	return alone, groups
+}
+
+// attendShared attends one decoding row of each of the sequences bs, whose caches share their first run of
+// P positions, over key/value head kvh: the query heads of every sequence stacked, scored against the shared
+// keys in one product and weighed with the shared values in another (reading them once for the group, not
+// once per sequence), and each sequence's own positions after them, as attendCache does alone.
+func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
+	c := p.w.Cfg
+	qd, hd, G := c.QDim(), c.HeadDim, c.Heads/c.KVHeads
+	scale, cp := c.attnScale(), c.AttnSoftcap
+	P := p.decode[bs[0]].baseLen
+	W := P // the widest row: the shared run and the longest own run
+	for _, b := range bs {
+		W = max(W, p.decode[b].Len+1)
+	}
+	R := len(bs) * G
+	buf := p.workerScratch(wk, 2*R*hd+R*W)
+	qs, out, sc := buf[:R*hd], buf[R*hd:2*R*hd], buf[2*R*hd:]
+	for i, b := range bs {
+		r0 := p.offs[b]
+		copy(qs[i*G*hd:(i+1)*G*hd], lc.q[r0*qd+kvh*G*hd:])
+	}
+	shared, _ := p.decode[bs[0]].runs(l, kvh, 0, P)
+	linalg.Sgemm(false, true, R, P, hd, scale, qs, hd, shared[0].k, hd, 0, sc, W)
+	for i, b := range bs {
+		ca := p.decode[b]
+		n := ca.Len + 1
+		rs, nr := ca.runs(l, kvh, P, n)
+		scoreRuns(rs[:nr], G, hd, scale, qs[i*G*hd:], hd, sc[i*G*W:], W, 0)
+		for g := range G {
+			row := sc[(i*G+g)*W : (i*G+g)*W+n]
+			if cp > 0 {
+				softcap(row, cp)
+			}
+			softmaxCausalRow(row, n-1)
+		}
+	}
+	linalg.Sgemm(false, false, R, hd, P, 1, sc, W, shared[0].v, hd, 0, out, hd)
+	for i, b := range bs {
+		ca := p.decode[b]
+		att := lc.att[p.offs[b]*qd+kvh*G*hd:]
+		copy(att[:G*hd], out[i*G*hd:(i+1)*G*hd])
+		rs, nr := ca.runs(l, kvh, P, ca.Len+1)
+		for _, r := range rs[:nr] {
+			linalg.Sgemm(false, false, G, hd, r.n, 1, sc[i*G*W+r.start:], W, r.v, hd, 1, att, hd)
+		}
+	}
 }

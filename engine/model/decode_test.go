@@ -186,7 +186,8 @@ func TestExtendInChunks(t *testing.T) {
 // TestSharedPrefix checks that caches sharing their first positions with another (SharePrefix, Clone) decode
 // and extend exactly as caches holding their own copies: a whole prompt shared, a start of it shared and the
 // rest extended as a chunk, a share of a share (which reads the first cache), and a window layer (Gemma 3)
-// whose window starts inside the shared run.
+// whose window starts inside the shared run. Three of the four caches share the whole prompt: their
+// decoding rows are attended together (attendShared), the fourth alone.
 func TestSharedPrefix(t *testing.T) {
 	for name, cfg := range archConfigs() {
 		t.Run(name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestSharedPrefix(t *testing.T) {
 			if whole.Shared() != len(prompt) || part.Shared() != 4 || again.Shared() != len(prompt) || again.base != leader {
 				t.Fatalf("shared %d, %d, %d positions", whole.Shared(), part.Shared(), again.Shared())
 			}
-			shared := []*Cache{whole, part, again}
+			shared := []*Cache{whole, part, again, whole.Clone()}
 			own := make([]*Cache, len(shared)) // the same prompt, prefilled into each cache
 			for i := range own {
 				own[i] = w.NewCache(24)
@@ -217,7 +218,7 @@ func TestSharedPrefix(t *testing.T) {
 			}
 			before := slices.Clone(leader.K[0])
 			for step := range 7 { // the tiny models' context is 16
-				toks := []int{step, 2 * step, 3*step + 1}
+				toks := []int{step, 2 * step, 3*step + 1, 5}
 				got, err := w.Decode(ctx, shared, toks, nil)
 				if err != nil {
 					t.Fatal(err)
