@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/trainyard/trainyard/engine/model"
+import (
+	"slices"
+
+	"github.com/trainyard/trainyard/engine/model"
+)
 
 // A group of RL rollouts is one prompt and several completions: trained as written, every rollout runs the
 // prompt through the model again (38% of the tokens of 4 groups × 8 rollouts of a 100-token prompt and
@@ -46,19 +50,26 @@ func commonPrefix(a, b []int) int {
 	return n
 }
 
-// prefixFamilies groups the sequences into families by shared leading tokens, in order of first
-// appearance: a sequence joins the first family whose shared run it starts with, or makes a second member
-// of a family of one, shortening the run to what the two share (at least minSharedPrefix tokens).
-// Greedy, and exact for what RL sends: groups of sequences that start with one prompt.
+// prefixFamilies groups the sequences into families by shared leading tokens. With share, it goes through
+// them in the order of their tokens, so that sequences with the same prompt are next to each other whatever
+// order they came in: a sequence joins the family before it when it starts with the family's shared run, or
+// makes a second member of a family of one, shortening the run to what the two share (at least
+// minSharedPrefix tokens); otherwise it starts a family of its own. So groups whose prompts share a system
+// prompt stay families of their own prompt, not one family of the system prompt. Without share, every
+// sequence is a family of its own, in order.
 func prefixFamilies(seqs []Sequence, share bool) []family {
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	if share {
+		slices.SortStableFunc(order, func(a, b int) int { return slices.Compare(seqs[a].Tokens, seqs[b].Tokens) })
+	}
 	var fams []family
-	for i, s := range seqs {
-		joined := false
-		for f := range fams {
-			if !share {
-				break
-			}
-			fm := &fams[f]
+	for _, i := range order {
+		s := seqs[i]
+		if share && len(fams) > 0 {
+			fm := &fams[len(fams)-1]
 			first := seqs[fm.members[0]]
 			l := min(commonPrefix(first.Tokens, s.Tokens), shareable(s), shareable(first))
 			if len(fm.members) > 1 && l >= fm.n || len(fm.members) == 1 && l >= minSharedPrefix {
@@ -66,13 +77,10 @@ func prefixFamilies(seqs []Sequence, share bool) []family {
 					fm.n = l
 				}
 				fm.members = append(fm.members, i)
-				joined = true
-				break
+				continue
 			}
 		}
-		if !joined {
-			fams = append(fams, family{members: []int{i}})
-		}
+		fams = append(fams, family{members: []int{i}})
 	}
 	return fams
 }

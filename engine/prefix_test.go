@@ -9,12 +9,12 @@ import (
 	"github.com/trainyard/trainyard/engine/model"
 )
 
-// groupedRLBatch returns groups × n rollouts: each group one prompt of 20–40 random tokens (untrainable)
-// and each rollout its own completion of 5–30 (trainable, old logprobs, some unknown), with random
-// advantages; then one sequence of its own.
+// groupedRLBatch returns groups × n rollouts: each group one prompt (a system prompt of 18 random tokens
+// that every group shares, then 20–40 of its own, all untrainable) and each rollout its own completion of
+// 5–30 (trainable, old logprobs, some unknown), with random advantages, the groups' rollouts interleaved
+// (the first of every group, then the second, ...); then one sequence of its own.
 func groupedRLBatch(groups, n, vocab int, seed int64) []RLSample {
 	rng := rand.New(rand.NewSource(seed))
-	var batch []RLSample
 	sample := func(prompt []int) RLSample {
 		T := len(prompt) + 5 + rng.Intn(26)
 		seq := Sequence{Tokens: append(append([]int(nil), prompt...), make([]int, T-len(prompt))...),
@@ -29,26 +29,32 @@ func groupedRLBatch(groups, n, vocab int, seed int64) []RLSample {
 		}
 		return RLSample{Sequence: seq, Advantage: float32(rng.NormFloat64())}
 	}
-	prompt := func() []int {
-		p := make([]int, 20+rng.Intn(21))
+	tokens := func(n int) []int {
+		p := make([]int, n)
 		for i := range p {
 			p[i] = rng.Intn(vocab)
 		}
 		return p
 	}
-	for g := 0; g < groups; g++ {
-		p := prompt()
-		for i := 0; i < n; i++ {
-			batch = append(batch, sample(p))
+	system := tokens(18)
+	prompts := make([][]int, groups)
+	for g := range prompts {
+		prompts[g] = append(append([]int(nil), system...), tokens(20+rng.Intn(21))...)
+	}
+	var batch []RLSample
+	for i := 0; i < n; i++ {
+		for g := range prompts {
+			batch = append(batch, sample(prompts[g]))
 		}
 	}
-	return append(batch, sample(prompt()))
+	return append(batch, sample(tokens(30)))
 }
 
 // TestSharedPrompts: RL and SFT steps over groups of rollouts of one prompt each train the prompt once
-// per group and micro-batch (microBatches), and give the loss, metrics, gradients and updated adapter of
-// the same steps with every sequence passed whole; also when micro-batches split the groups (one rollout
-// each, or a group across two).
+// per group and micro-batch (microBatches) — each group's own prompt, not just the system prompt all share,
+// though the rollouts come interleaved — and give the loss, metrics, gradients and updated adapter of the
+// same steps with every sequence passed whole; also when micro-batches split the groups (one rollout each,
+// or a group across two).
 func TestSharedPrompts(t *testing.T) {
 	ctx := context.Background()
 	b := tinyBase(t, 11)
@@ -81,10 +87,11 @@ func TestSharedPrompts(t *testing.T) {
 		}
 		return n, len(mbs), prefixes
 	}
-	// Each group's prompt but its last token (whose row predicts the first completion token) is shared.
+	// Each group's prompt but its last token (whose row predicts the first completion token) is shared:
+	// rollouts g, g+3, g+6, g+9 are group g's.
 	shared := tokens
 	for g := 0; g < 3; g++ {
-		shared -= 3 * shareable(seqs[4*g])
+		shared -= 3 * shareable(seqs[g])
 	}
 	l, n0 := b.w.Cfg, shareable(seqs[0])
 	bytes := func(T, P int) int64 {
@@ -92,7 +99,7 @@ func TestSharedPrompts(t *testing.T) {
 		return model.TrainSeqBytes(l, lr.Rank, lr.Targets, lr.Dropout > 0, T, P)
 	}
 	// Room for the first group's prompt and two of its rollouts.
-	groupSplit := bytes(n0, 0) + bytes(len(seqs[0].Tokens)-n0, n0) + bytes(len(seqs[1].Tokens)-n0, n0)
+	groupSplit := bytes(n0, 0) + bytes(len(seqs[0].Tokens)-n0, n0) + bytes(len(seqs[3].Tokens)-n0, n0)
 	for name, step := range steps {
 		t.Run(name, func(t *testing.T) {
 			whole := liveTrainer(t, b)
