@@ -4,16 +4,23 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // parallelFor calls fn(worker, i) for every i in [0, count) on up to workers goroutines (the caller is worker
 // 0). Items are handed out through an atomic counter, so a core slowed by other load simply takes fewer.
+//
+// The other workers are the helpers' (below) when no other parallelFor holds them, else goroutines started
+// for the call.
 func parallelFor(workers, count int, fn func(worker, i int)) {
 	workers = min(workers, count)
 	if workers <= 1 {
 		for i := 0; i < count; i++ {
 			fn(0, i)
 		}
+		return
+	}
+	if helped(workers, count, fn) {
 		return
 	}
 	var next atomic.Int64
@@ -32,6 +39,106 @@ func parallelFor(workers, count int, fn func(worker, i int)) {
 	}
 	run(0)
 	wg.Wait()
+}
+
+// The helpers: long-lived goroutines, GOMAXPROCS − 1 of them, that take parallelFor's items beside its
+// caller. A training step or a decoding step is thousands of products, each split once or twice, tens to
+// hundreds of microseconds apart; a goroutine started per split waits for its thread to be woken, about
+// 11 µs on the 2-core VM (BenchmarkHandoff), at every split, and the caller waits for it at the end. A
+// helper that has just finished a job spins for helperSpin, looking for the next, before it parks: within a
+// step it finds the next split at once. (A Team is this for one decoding sequence's products, spinning for
+// the whole step.)
+var helpers struct {
+	job     atomic.Pointer[helperJob] // the job being handed out, nil between jobs
+	parked  atomic.Int32              // helpers blocked on wake
+	wake    chan struct{}
+	started sync.Once
+}
+
+// helperSpin is how long a helper looks for the next job before it parks.
+const helperSpin = 50 * time.Microsecond
+
+// helperJob is one parallelFor's items.
+type helperJob struct {
+	fn      func(worker, i int)
+	count   int64
+	next    atomic.Int64 // the next item to claim
+	pending atomic.Int64 // items not yet finished
+	ids     atomic.Int32 // worker ids handed to helpers (the caller is 0)
+	workers int32
+}
+
+// helped runs the items with the helpers and reports true, or reports false, running nothing, when another
+// parallelFor holds them (concurrent products: the caller starts goroutines of its own).
+func helped(workers, count int, fn func(worker, i int)) bool {
+	helpers.started.Do(startHelpers)
+	j := &helperJob{fn: fn, count: int64(count), workers: int32(workers)}
+	j.pending.Store(int64(count))
+	if !helpers.job.CompareAndSwap(nil, j) {
+		return false
+	}
+	// Wake parked helpers (a helper about to park sees the job when it checks once more, after counting
+	// itself parked).
+	for n := min(int(helpers.parked.Load()), workers-1); n > 0; n-- {
+		select {
+		case helpers.wake <- struct{}{}:
+		default:
+		}
+	}
+	j.run(0)
+	for spins := 0; j.pending.Load() > 0; spins++ {
+		if spins%1024 == 1023 {
+			runtime.Gosched()
+		}
+	}
+	helpers.job.Store(nil)
+	return true
+}
+
+// run claims and runs items as worker w until none are left.
+func (j *helperJob) run(w int) {
+	for i := j.next.Add(1) - 1; i < j.count; i = j.next.Add(1) - 1 {
+		j.fn(w, int(i))
+		j.pending.Add(-1)
+	}
+}
+
+func startHelpers() {
+	n := runtime.GOMAXPROCS(0) - 1
+	helpers.wake = make(chan struct{}, max(n, 1))
+	for range n {
+		go helper()
+	}
+}
+
+func helper() {
+	var last *helperJob
+	idle := time.Now()
+	for spins := 1; ; spins++ {
+		if j := helpers.job.Load(); j != nil && j != last {
+			last = j
+			if id := j.ids.Add(1); id < j.workers {
+				j.run(int(id))
+			}
+			idle, spins = time.Now(), 0
+			continue
+		}
+		if spins%256 != 0 {
+			continue
+		}
+		if time.Since(idle) < helperSpin {
+			if spins%1024 == 0 {
+				runtime.Gosched() // let anything else this P should run have it
+			}
+			continue
+		}
+		helpers.parked.Add(1)
+		if j := helpers.job.Load(); j == nil || j == last {
+			<-helpers.wake
+		}
+		helpers.parked.Add(-1)
+		idle, spins = time.Now(), 0
+	}
 }
 
 // parallelCalls counts the Sgemm calls currently running with more than one goroutine.
