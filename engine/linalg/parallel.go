@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// ParallelFor is parallelFor for the engine's own splits of its work (attention's sequences and heads).
+func ParallelFor(workers, count int, fn func(worker, i int)) { parallelFor(workers, count, fn) }
+
 // parallelFor calls fn(worker, i) for every i in [0, count) on up to workers goroutines (the caller is worker
 // 0). Items are handed out through an atomic counter, so a core slowed by other load simply takes fewer.
 //

@@ -4,12 +4,12 @@ import (
 	"runtime"
 
 	"github.com/trainyard/trainyard/engine/linalg"
-	"sync"
-	"sync/atomic"
 )
 
-// parallel runs fn(worker, i) for i in [0, n) on up to GOMAXPROCS goroutines. Tasks must write disjoint
-// outputs, so results do not depend on scheduling; worker indexes per-goroutine scratch space.
+// parallel runs fn(worker, i) for i in [0, n) on up to GOMAXPROCS goroutines (the caller's and linalg's
+// helpers). Tasks must write disjoint outputs, so results do not depend on scheduling; worker indexes
+// per-goroutine scratch space. The products a task runs take no goroutines of their own meanwhile
+// (linalg.Occupy): nested, three goroutines shared two cores.
 func parallel(n int, fn func(worker, i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
@@ -19,22 +19,7 @@ func parallel(n int, fn func(worker, i int)) {
 		return
 	}
 	defer linalg.Occupy(workers)()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(w, i)
-			}
-		}(w)
-	}
-	wg.Wait()
+	linalg.ParallelFor(workers, n, fn)
 }
 
 // maxWorkers is the number of scratch slots parallel may use.
