@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
+	"github.com/trainyard/trainyard/engine/linalg"
 	"github.com/trainyard/trainyard/engine/model"
 )
 
@@ -263,16 +263,7 @@ func pickAll(reqs []*request) {
 		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(todo); i = int(next.Add(1) - 1) {
-				todo[i].s.pick(*todo[i].p)
-			}
-		})
-	}
-	wg.Wait()
+	linalg.ParallelFor(workers, len(todo), func(_, i int) { todo[i].s.pick(*todo[i].p) })
 }
 
 type pick struct {
