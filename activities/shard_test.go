@@ -107,15 +107,26 @@ func TestShardedStepsMatchTrain(t *testing.T) {
 		must(t, err)
 		return file.Tensors
 	}
-	ta, tb := read(whole), read(spread)
-	var diff, scale float64
+	// The two differ in the order of their sums: the shards hold other sequences than Train's
+	// micro-batches, so the prompts they share are passed once in other groups (engine/prefix.go), and
+	// AdamW's normalisation turns a rounding difference in a near-zero gradient into a visible fraction of
+	// that parameter's step. So the bound is a share of what the steps moved the weights, not of the weights.
+	ta, tb, start := read(whole), read(spread), seeded(t, f, whole)
+	var diff, moved float64
 	for name, a := range ta {
 		for i, v := range a.Data {
 			diff = math.Max(diff, math.Abs(float64(v-tb[name].Data[i])))
-			scale = math.Max(scale, math.Abs(float64(v)))
+			moved = math.Max(moved, math.Abs(float64(v-start[name].Data[i])))
 		}
 	}
-	if diff > 1e-4*scale || scale == 0 {
-		t.Fatalf("checkpoints differ by %.3g (weights up to %.3g)", diff, scale)
+	if diff > 0.02*moved || moved == 0 {
+		t.Fatalf("checkpoints differ by %.3g; the steps moved the weights by up to %.3g", diff, moved)
 	}
+}
+
+// seeded returns the adapter tensors of m's seeded checkpoint (step 1, seedCheckpoint).
+func seeded(t *testing.T, f *fixture, m *trainyard.Model) map[string]safetensors.Tensor {
+	file, err := safetensors.Read(bytes.NewReader(f.checkpointFile(t, m, 1, trainyard.AdapterWeightsFile)))
+	must(t, err)
+	return file.Tensors
 }
