@@ -53,6 +53,7 @@ func parallelFor(workers, count int, fn func(worker, i int)) {
 // the whole step.)
 var helpers struct {
 	job     atomic.Pointer[helperJob] // the job being handed out, nil between jobs
+	jobs    atomic.Uint64             // jobs handed out so far, each job's seq
 	parked  atomic.Int32              // helpers blocked on wake
 	wake    chan struct{}
 	started sync.Once
@@ -63,6 +64,7 @@ const helperSpin = 50 * time.Microsecond
 
 // helperJob is one parallelFor's items.
 type helperJob struct {
+	seq     uint64
 	fn      func(worker, i int)
 	count   int64
 	next    atomic.Int64 // the next item to claim
@@ -75,7 +77,7 @@ type helperJob struct {
 // parallelFor holds them (concurrent products: the caller starts goroutines of its own).
 func helped(workers, count int, fn func(worker, i int)) bool {
 	helpers.started.Do(startHelpers)
-	j := &helperJob{fn: fn, count: int64(count), workers: int32(workers)}
+	j := &helperJob{seq: helpers.jobs.Add(1), fn: fn, count: int64(count), workers: int32(workers)}
 	j.pending.Store(int64(count))
 	if !helpers.job.CompareAndSwap(nil, j) {
 		return false
@@ -115,11 +117,13 @@ func startHelpers() {
 }
 
 func helper() {
-	var last *helperJob
+	// The last job is remembered by its number: a pointer to it would keep its items' closure, and what
+	// that holds (a training pass's activations), alive until the next job.
+	var last uint64
 	idle := time.Now()
 	for spins := 1; ; spins++ {
-		if j := helpers.job.Load(); j != nil && j != last {
-			last = j
+		if j := helpers.job.Load(); j != nil && j.seq != last {
+			last = j.seq
 			if id := j.ids.Add(1); id < j.workers {
 				j.run(int(id))
 			}
@@ -136,7 +140,7 @@ func helper() {
 			continue
 		}
 		helpers.parked.Add(1)
-		if j := helpers.job.Load(); j == nil || j == last {
+		if j := helpers.job.Load(); j == nil || j.seq == last {
 			<-helpers.wake
 		}
 		helpers.parked.Add(-1)

@@ -1,9 +1,12 @@
 package linalg
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+	"weak"
 )
 
 // TestParallelFor: every item runs exactly once, on a worker index below the workers asked for, whether the
@@ -41,4 +44,30 @@ func TestParallelFor(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// captured runs a parallelFor whose items write to a new slice and returns a weak pointer to the slice:
+// nothing but the call's closure ever referenced it.
+func captured() weak.Pointer[float32] {
+	big := make([]float32, 1<<16)
+	parallelFor(2, 64, func(_, i int) { // items long enough that a helper joins
+		for start := time.Now(); time.Since(start) < 20*time.Microsecond; {
+		}
+		big[i]++
+	})
+	return weak.Make(&big[0])
+}
+
+// TestParallelForKeepsNothing: once parallelFor returns, nothing of the call stays reachable from the
+// helpers (a helper that remembered its last job by pointer kept a training pass's activations alive until
+// the next product, which TestEstimateStepMemory caught as a previous step's heap).
+func TestParallelForKeepsNothing(t *testing.T) {
+	for range 20 {
+		held := captured()
+		runtime.GC()
+		runtime.GC()
+		if held.Value() != nil {
+			t.Fatal("a finished parallelFor's items still hold what they captured")
+		}
+	}
 }
