@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,12 +297,17 @@ func TestChatGroupSharesItsPrompt(t *testing.T) {
 	}
 	wg.Wait()
 	close(answers)
-	cached, prompt := 0, 0
+	// One request prefills the prompt; every other one reads all of it from the cache. (The one that
+	// prefills may find a start of it cached too, from an earlier request with the same opening: the chat
+	// template's, or this test's own in an earlier run of the same process.)
+	var cached []int
+	prompt := 0
 	for a := range answers {
-		cached += a.Usage.PromptTokensDetails.CachedTokens
+		cached = append(cached, a.Usage.PromptTokensDetails.CachedTokens)
 		prompt = a.Usage.PromptTokens
 	}
-	if prompt == 0 || cached != (group-1)*prompt {
-		t.Fatalf("%d cached prompt tokens over the group, want %d (%d requests × %d tokens, all but the first)", cached, (group-1)*prompt, group-1, prompt)
+	slices.Sort(cached)
+	if prompt == 0 || len(cached) != group || cached[0] >= prompt || cached[1] != prompt || cached[group-1] != prompt {
+		t.Fatalf("cached prompt tokens per request %v of %d: want one request to prefill the prompt and the other %d to read all of it", cached, prompt, group-1)
 	}
 }
