@@ -40,16 +40,7 @@ func TestMicroBatchesMatchOneBatch(t *testing.T) {
 	for i, s := range batch {
 		seqs[i] = s.Sequence
 	}
-	steps := map[string]func(*Trainer) (StepStats, error){
-		"sft": func(tr *Trainer) (StepStats, error) { return tr.SFTStep(ctx, seqs, DefaultAdamWConfig()) },
-		"cispo": func(tr *Trainer) (StepStats, error) {
-			return tr.RLStep(ctx, batch, RLConfig{}, DefaultAdamWConfig())
-		},
-		"ppo-sequence-kl": func(tr *Trainer) (StepStats, error) {
-			return tr.RLStep(ctx, batch, RLConfig{LossFn: "ppo", ImportanceSamplingLevel: "sequence", KLPenaltyCoef: 0.1}, DefaultAdamWConfig())
-		},
-	}
-	for name, step := range steps {
+	for name, step := range stepKinds(ctx, batch) {
 		t.Run(name, func(t *testing.T) {
 			run := func(split bool) (*Trainer, StepStats) {
 				tr := liveTrainer(t, b)
@@ -87,6 +78,24 @@ func TestMicroBatchesMatchOneBatch(t *testing.T) {
 				t.Errorf("updated adapters differ: relative error %.2g", d)
 			}
 		})
+	}
+}
+
+// stepKinds are the steps the micro-batch tests compare over batch: SFT on its sequences, token-level CISPO,
+// and sequence-level PPO with a KL penalty (whose gradients need the whole sequence's logprobs first).
+func stepKinds(ctx context.Context, batch []RLSample) map[string]func(*Trainer) (StepStats, error) {
+	seqs := make([]Sequence, len(batch))
+	for i, s := range batch {
+		seqs[i] = s.Sequence
+	}
+	return map[string]func(*Trainer) (StepStats, error){
+		"sft": func(tr *Trainer) (StepStats, error) { return tr.SFTStep(ctx, seqs, DefaultAdamWConfig()) },
+		"cispo": func(tr *Trainer) (StepStats, error) {
+			return tr.RLStep(ctx, batch, RLConfig{}, DefaultAdamWConfig())
+		},
+		"ppo-sequence-kl": func(tr *Trainer) (StepStats, error) {
+			return tr.RLStep(ctx, batch, RLConfig{LossFn: "ppo", ImportanceSamplingLevel: "sequence", KLPenaltyCoef: 0.1}, DefaultAdamWConfig())
+		},
 	}
 }
 

@@ -65,15 +65,6 @@ func TestSharedPrompts(t *testing.T) {
 		seqs[i] = s.Sequence
 		tokens += len(s.Tokens)
 	}
-	steps := map[string]func(*Trainer) (StepStats, error){
-		"sft": func(tr *Trainer) (StepStats, error) { return tr.SFTStep(ctx, seqs, DefaultAdamWConfig()) },
-		"cispo": func(tr *Trainer) (StepStats, error) {
-			return tr.RLStep(ctx, batch, RLConfig{}, DefaultAdamWConfig())
-		},
-		"ppo-sequence-kl": func(tr *Trainer) (StepStats, error) {
-			return tr.RLStep(ctx, batch, RLConfig{LossFn: "ppo", ImportanceSamplingLevel: "sequence", KLPenaltyCoef: 0.1}, DefaultAdamWConfig())
-		},
-	}
 	// passed counts the tokens of a trainer's passes over seqs, the passes and the shared prefixes in them.
 	passed := func(tr *Trainer) (n, passes, prefixes int) {
 		mbs := tr.microBatches(seqs, !tr.noShare)
@@ -100,7 +91,7 @@ func TestSharedPrompts(t *testing.T) {
 	}
 	// Room for the first group's prompt and two of its rollouts.
 	groupSplit := bytes(n0, 0) + bytes(len(seqs[0].Tokens)-n0, n0) + bytes(len(seqs[3].Tokens)-n0, n0)
-	for name, step := range steps {
+	for name, step := range stepKinds(ctx, batch) {
 		t.Run(name, func(t *testing.T) {
 			whole := liveTrainer(t, b)
 			whole.noShare = true
