@@ -259,8 +259,8 @@ func TestChatManyAtOnce(t *testing.T) {
 }
 
 // TestChatGroupSharesItsPrompt: the rollouts of a group, sent at once as separate requests, prefill their
-// prompt once: every request but the first reports the whole prompt in usage.prompt_tokens_details
-// .cached_tokens, and /metrics counts the tokens saved.
+// prompt once: every request but the one that prefilled it reports the whole prompt in
+// usage.prompt_tokens_details.cached_tokens.
 func TestChatGroupSharesItsPrompt(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, serving.Config{})
