@@ -45,36 +45,48 @@ func TestCausalBlocks(t *testing.T) {
 			for i := range rows {
 				rows[i] = i
 			}
-			logits := append([]float32(nil), p.Logits(rows)...)
-			dl := make([]float32, len(logits))
-			for i := range dl {
-				dl[i] = float32(math.Sin(float64(i))) / float32(len(rows))
-			}
-			g := lora.ZeroLike()
-			if err := p.Backward(context.Background(), rows, dl, Grads{L: g}); err != nil {
-				t.Fatal(err)
-			}
-			var grads []float32
-			for _, ts := range g.Tensors(cfg) {
-				grads = append(grads, ts.Data...)
-			}
-			return logits, grads
+			return headLossGrads(t, p, rows, lora, cfg)
 		}
 		wantL, wantG := run(1 << 30)
 		gotL, gotG := run(16)
-		for _, c := range []struct {
-			what      string
-			got, want []float32
-		}{{"logit", gotL, wantL}, {"LoRA gradient", gotG, wantG}} {
-			var scale float64
-			for _, v := range c.want {
-				scale = math.Max(scale, math.Abs(float64(v)))
-			}
-			for i := range c.want {
-				if d := math.Abs(float64(c.got[i] - c.want[i])); d > 1e-5*scale || math.IsNaN(float64(c.got[i])) {
-					t.Fatalf("%s: %s %d = %v by blocks, %v over the square", name, c.what, i, c.got[i], c.want[i])
-				}
-			}
+		closeScaled(t, name+": logit (by blocks, over the square)", gotL, wantL, 1e-5)
+		closeScaled(t, name+": LoRA gradient (by blocks, over the square)", gotG, wantG, 1e-5)
+	}
+}
+
+// headLossGrads returns the logits of p's rows and the gradients of lora from a fixed loss on them (logit
+// gradients sin(i)/rows), back-propagated through p.
+func headLossGrads(t *testing.T, p *Pass, rows []int, lora *LoRA, cfg Config) (logits, grads []float32) {
+	t.Helper()
+	logits = append([]float32(nil), p.Logits(rows)...)
+	dl := make([]float32, len(logits))
+	for i := range dl {
+		dl[i] = float32(math.Sin(float64(i))) / float32(len(rows))
+	}
+	g := lora.ZeroLike()
+	if err := p.Backward(context.Background(), rows, dl, Grads{L: g}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range g.Tensors(cfg) {
+		grads = append(grads, ts.Data...)
+	}
+	return logits, grads
+}
+
+// closeScaled fails unless got has want's length and every value is within tol times want's largest
+// magnitude, and none is NaN.
+func closeScaled(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	var scale float64
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > tol*scale || math.IsNaN(float64(got[i])) {
+			t.Fatalf("%s %d = %v, want %v", what, i, got[i], want[i])
 		}
 	}
 }
