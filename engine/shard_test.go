@@ -70,29 +70,14 @@ func TestShardedStepMatchesOneStep(t *testing.T) {
 	for i, s := range batch {
 		seqs[i], weights[i] = s.Sequence, len(s.Tokens)
 	}
-	newTrainer := func() *Trainer {
-		a, err := b.NewAdapter(DefaultLoRAConfig(), 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewSource(8))
-		for _, p := range a.lora.B {
-			for _, m := range p {
-				for i := range m {
-					m[i] = float32(rng.NormFloat64() * 0.05)
-				}
-			}
-		}
-		return NewTrainer(b, a, nil)
-	}
 	cfgs := map[string]*RLConfig{"sft": nil, "cispo": {}, "ppo-sequence-kl": {LossFn: "ppo", ImportanceSamplingLevel: "sequence", KLPenaltyCoef: 0.1}}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
 			rl := cfg != nil
-			one := newTrainer()
+			one := liveTrainer(t, b)
 			shards := Shards(weights, 3)
-			workers := []*Trainer{newTrainer(), newTrainer(), newTrainer()}
-			leader := newTrainer()
+			workers := []*Trainer{liveTrainer(t, b), liveTrainer(t, b), liveTrainer(t, b)}
+			leader := liveTrainer(t, b)
 			for step := range 2 {
 				opt := DefaultAdamWConfig()
 				opt.LearningRate = 1e-2
