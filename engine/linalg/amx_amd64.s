@@ -80,8 +80,8 @@ amx_step:
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x11 // TILELOADD (R9)(R10*1), TMM5
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS TMM2 += TMM5·TMM6
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS TMM3 += TMM5·TMM7
-	ADDQ $64, AX
-	ADDQ $64, R9
+	ADDQ $2048, AX
+	ADDQ $2048, R9
 	ADDQ $2048, BX
 	DECQ CX
 	JNZ amx_step
@@ -133,8 +133,8 @@ amx_stream:
 	JNZ amx_stream
 
 amx_next:
-	MOVQ R10, AX
-	SHLQ $5, AX
+	MOVQ 32(DI), AX
+	SHLQ $11, AX
 	ADDQ AX, SI
 	MOVQ R13, AX
 	SHLQ $5, AX

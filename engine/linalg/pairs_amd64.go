@@ -20,6 +20,7 @@ func init() {
 	switch {
 	case amxGranted():
 		pairPanel, pairsKernel = amxPanel, "AMX tiles"
+		pairTiledA = true
 		amxPeakLoop = func(iters int) { amxPeak(iters, &amxConfig) }
 	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16:
 		pairPanel, pairsKernel = dotPanel, "VDPBF16PS tiles"
@@ -53,6 +54,10 @@ type pairCall struct {
 	scratch  *float32
 	stream   uint64 // nonzero: store C with non-temporal stores (beta 0, all 32 columns, 64-byte aligned rows)
 }
+
+// pairTiledA lays A out for the tile loads (amxPanel): each block's 32 rows of a step's 32 values are 2 KiB
+// in a row, the steps of a block one after another, so the tiles read A as a sequential stream.
+var pairTiledA bool
 
 // pairIndex is packPairs32AVX512's VPERMT2W indices.
 var pairIndex [64]uint16
@@ -139,7 +144,11 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 			as := (*a16)[:blocks*32*ld]
 			parallelFor(workers, blocks, func(_, blk int) {
 				for i := blk * 32; i < min(rows, blk*32+32); i++ {
-					roundRow(as[i*ld:(i+1)*ld], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
+					if pairTiledA {
+						roundTiled(as[blk*32*ld+i%32*32:], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
+					} else {
+						roundRow(as[i*ld:(i+1)*ld], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
+					}
 				}
 			})
 			panel := func(w, jp int) {
@@ -161,6 +170,9 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 				calls[w] = pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
 					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
+				if pairTiledA {
+					calls[w].lda = 64 // a step's 16-row half is a tile of 16 rows of 64 bytes in a row
+				}
 				pairPanel(&calls[w])
 			}
 			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
@@ -183,11 +195,33 @@ func panelT(dst, w []uint16, ldw, j0, cols, p0, kc int) {
 	clear(dst[pairs*64 : (kc+31)/32*32*32])
 }
 
+// roundTiled rounds src, one row of A, to bfloat16 into the tiled layout (pairTiledA): its 32 values of
+// step s at dst[s*1024:], zeros past its end.
+func roundTiled(dst []uint16, src []float32) {
+	n16 := len(src) &^ 15
+	if n16 > 0 {
+		_ = dst[(n16-1)/32*1024+(n16-1)%32]
+		roundBF16AVX512(&dst[0], &src[0], n16, 2048)
+	}
+	if n16 == len(src) && n16%32 == 0 {
+		return
+	}
+	s := n16 &^ 31
+	d := dst[s*32 : s*32+32]
+	for p := n16 - s; p < 32; p++ {
+		if s+p < len(src) {
+			d[p] = ToBF16(src[s+p])
+		} else {
+			d[p] = 0
+		}
+	}
+}
+
 // roundRow rounds src to bfloat16 into dst and zeroes the rest of dst.
 func roundRow(dst []uint16, src []float32) {
 	n16 := len(src) &^ 15
 	if n16 > 0 {
-		roundBF16AVX512(&dst[0], &src[0], n16)
+		roundBF16AVX512(&dst[0], &src[0], n16, 64)
 	}
 	for p := n16; p < len(src); p++ {
 		dst[p] = ToBF16(src[p])

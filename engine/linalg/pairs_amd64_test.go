@@ -15,16 +15,20 @@ func withEachPanel(t *testing.T, fn func(t *testing.T)) {
 	if pairProducts == nil {
 		t.Skip("no pair products on this CPU (neither AMX tiles nor avx512_bf16)")
 	}
-	kernels := map[string]func(*pairCall){}
+	type kernel struct {
+		panel  func(*pairCall)
+		tiledA bool
+	}
+	kernels := map[string]kernel{}
 	if pairsKernel == "AMX tiles" {
-		kernels["amx"] = amxPanel
+		kernels["amx"] = kernel{amxPanel, true}
 	}
 	if cpu.X86.HasAVX512BF16 {
-		kernels["vdpbf16ps"] = dotPanel
+		kernels["vdpbf16ps"] = kernel{dotPanel, false}
 	}
-	defer func(p func(*pairCall)) { pairPanel = p }(pairPanel)
+	defer func(p func(*pairCall), tiled bool) { pairPanel, pairTiledA = p, tiled }(pairPanel, pairTiledA)
 	for name, k := range kernels {
-		pairPanel = k
+		pairPanel, pairTiledA = k.panel, k.tiledA
 		t.Run(name, fn)
 	}
 }
@@ -211,6 +215,43 @@ func testPairsStream(t *testing.T) {
 			}
 			if got := float64(c[i*n+j]); math.Abs(got-0.5*s) > 1e-4*(1+math.Abs(s)) {
 				t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, 0.5*s)
+			}
+		}
+	}
+}
+
+// TestRoundTiled checks the tiled layout's rounding (roundTiled, on roundBF16AVX512's step) against ToBF16
+// for rows whose lengths end inside a step, on a 16-value boundary and on a step's.
+func TestRoundTiled(t *testing.T) {
+	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512BW {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewSource(3))
+	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 64, 100, 576} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64())
+		}
+		steps := (n + 31) / 32
+		dst := make([]uint16, steps*1024)
+		for i := range dst {
+			dst[i] = 0xFFFF
+		}
+		roundTiled(dst, src)
+		for s := range steps {
+			for p := range 32 {
+				want := uint16(0)
+				if s*32+p < n {
+					want = ToBF16(src[s*32+p])
+				}
+				if got := dst[s*1024+p]; got != want {
+					t.Fatalf("n=%d: value %d at step %d = %#x, want %#x", n, p, s, got, want)
+				}
+			}
+			for p := 32; s < steps-1 && p < 1024; p++ { // the other rows' places are not touched
+				if dst[s*1024+p] != 0xFFFF {
+					t.Fatalf("n=%d: wrote %d of step %d", n, p, s)
+				}
 			}
 		}
 	}

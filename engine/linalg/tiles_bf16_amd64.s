@@ -943,29 +943,35 @@ dotTile3x4BF16AVX2_sum:
 	VZEROUPPER
 	RET
 
-// func roundBF16AVX512(dst *uint16, src *float32, n int)
+// func roundBF16AVX512(dst *uint16, src *float32, n int, step int)
 // Requires: AVX, AVX512F
-TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
+TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-32
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
-	MOVL         $0x00007fff, BX
-	VPBROADCASTD BX, Z0
-	MOVL         $0x00000001, BX
-	VPBROADCASTD BX, Z1
-	XORQ         BX, BX
+	MOVQ         step+24(FP), BX
+	MOVL         $0x00007fff, SI
+	VPBROADCASTD SI, Z0
+	MOVL         $0x00000001, SI
+	VPBROADCASTD SI, Z1
+	XORQ         SI, SI
 
 round_loop:
-	CMPQ      BX, DX
+	CMPQ      SI, DX
 	JGE       round_done
-	VMOVDQU32 (CX)(BX*4), Z2
+	VMOVDQU32 (CX)(SI*4), Z2
 	VPSRLD    $0x10, Z2, Z3
 	VPANDD    Z1, Z3, Z3
 	VPADDD    Z0, Z2, Z2
 	VPADDD    Z3, Z2, Z2
 	VPSRLD    $0x10, Z2, Z2
-	VPMOVDW   Z2, (AX)(BX*2)
-	ADDQ      $0x10, BX
+	MOVQ      SI, DI
+	ANDQ      $0x10, DI
+	VPMOVDW   Z2, (AX)(DI*2)
+	ADDQ      $0x10, SI
+	TESTQ     DI, DI
+	JZ        round_loop
+	ADDQ      BX, AX
 	JMP       round_loop
 
 round_done:

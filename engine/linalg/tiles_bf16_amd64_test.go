@@ -131,7 +131,7 @@ func TestTilesBF16Dot(t *testing.T) {
 	src := randVec(rng, 4096)
 	src[0], src[1] = math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000) // ties
 	got := make([]uint16, len(src))
-	roundBF16AVX512(&got[0], &src[0], len(src))
+	roundBF16AVX512(&got[0], &src[0], len(src), 64)
 	for i, v := range src {
 		if got[i] != ToBF16(v) {
 			t.Fatalf("round %v: %#x, want %#x", v, got[i], ToBF16(v))

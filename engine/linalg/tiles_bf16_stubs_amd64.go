@@ -32,9 +32,9 @@ func dotTile2x4BF16AVX2(k int, a *float32, lda int, b *uint16, ldb int, out *flo
 // (bfloat16, stride ldb) over k values, a multiple of 8, for i < 3 and j < 4.
 func dotTile3x4BF16AVX2(k int, a *float32, lda int, b *uint16, ldb int, out *float32)
 
-// roundBF16AVX512 sets dst[i] to src[i] rounded to the nearest bfloat16 (ties to even) for i < n, a
-// multiple of 16; NaNs are not kept.
-func roundBF16AVX512(dst *uint16, src *float32, n int)
+// roundBF16AVX512 sets dst to src[i] rounded to the nearest bfloat16 (ties to even) for i < n, a
+// multiple of 16, value i at byte (i/32)·step + (i%32)·2 of dst; NaNs are not kept.
+func roundBF16AVX512(dst *uint16, src *float32, n int, step int)
 
 // tile1x16AVX2 sets the top 1 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
 // for Ap kc groups of 6 packed values of A (only the first 1 used) and Bp kc groups of 16.

@@ -26,7 +26,7 @@ func tilesDotBF16(m, n, k int, alpha float32, a []float32, lda int, b []uint16, 
 	for i := range m {
 		row := a[i*lda : i*lda+k]
 		if k16 > 0 {
-			roundBF16AVX512(&as[i*k], &row[0], k16)
+			roundBF16AVX512(&as[i*k], &row[0], k16, 64)
 		}
 		for p := k16; p < k; p++ {
 			as[i*k+p] = ToBF16(row[p])

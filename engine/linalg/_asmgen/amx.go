@@ -83,14 +83,19 @@ func loadCall(w func(format string, args ...any)) {
 	w("MOVQ %d(DI), R10", offLda)
 }
 
-// writeAMX writes amxPanel: for each block of 32 rows of A (bfloat16, row stride lda bytes), C's 32 × 32
-// block (float32, ldc bytes; the columns the mask keeps, the last block's lastRows rows) = alpha · A's block ·
+// writeAMX writes amxPanel: for each block of 32 rows of A, C's 32 × 32 block (float32, ldc bytes; the columns the mask keeps, the last block's lastRows rows) = alpha · A's block ·
 // the panel + beta · C's block (beta 0: C is not read). The panel holds steps groups of 16 rows of 32 pairs:
 // row r of a group is, for each of the 32 columns, the two bfloat16 weights of contraction values 2r and
 // 2r+1 (AMX's pair layout), 128 bytes, so columns 0–15 and 16–31 are two tiles 64 bytes apart. Tiles:
 // C's four 16 × 16 quarters in tmm0–3, A's two 16-row halves in tmm4–5, the panel's two halves in tmm6–7;
 // every step loads four tiles and issues four TDPBF16PS (65,536 multiply-adds). The block is stored to a 4
 // KiB scratch and merged into C with masked AVX-512 stores, so edges cost nothing extra.
+//
+// A comes tiled (sgemmPairs' pairTiledA): a block's 32 rows of one step's 32 bfloat16 values are 2 KiB in
+// a row (row stride lda = 64 bytes), its steps one after another, the blocks one after another. Read with
+// the rows' own stride, each tile load touched 16 lines a row apart and the blocks' A streamed through L2
+// in a pattern its prefetcher did not follow: a training product of 748 × 1536 × 576 ran at 300 GFLOP/s on
+// one core, 585 tiled.
 func writeAMX() error {
 	if *amxOut == "" {
 		return nil
@@ -135,8 +140,8 @@ func writeAMX() error {
 	w("%s // TILELOADD (R9)(R10*1), TMM5", tileMem(false, 5, "R9", "R10"))
 	w("%s // TDPBF16PS TMM2 += TMM5·TMM6", tdpbf16ps(2, 5, 6))
 	w("%s // TDPBF16PS TMM3 += TMM5·TMM7", tdpbf16ps(3, 5, 7))
-	w("ADDQ $64, AX")
-	w("ADDQ $64, R9")
+	w("ADDQ $2048, AX")
+	w("ADDQ $2048, R9")
 	w("ADDQ $2048, BX")
 	w("DECQ CX")
 	w("JNZ amx_step")
@@ -189,8 +194,8 @@ func writeAMX() error {
 	w("JNZ amx_stream")
 	// The next block of 32 rows of A and C.
 	s.WriteString("\namx_next:\n")
-	w("MOVQ R10, AX")
-	w("SHLQ $5, AX")
+	w("MOVQ %d(DI), AX", offSteps)
+	w("SHLQ $11, AX")
 	w("ADDQ AX, SI")
 	w("MOVQ R13, AX")
 	w("SHLQ $5, AX")

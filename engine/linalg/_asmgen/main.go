@@ -160,16 +160,19 @@ func tile(is isa, mr int) {
 	RET()
 }
 
-// roundBF16 writes roundBF16AVX512: dst[i] = src[i] rounded to the nearest bfloat16, ties to even (the
+// roundBF16 writes roundBF16AVX512: dst = src rounded to the nearest bfloat16, ties to even (the
 // activations of a product with bfloat16 dot products), for n a multiple of 16. On the float32 bits:
 // add 0x7FFF plus the lowest kept bit, keep the top 16. NaN is not preserved (activations are finite).
+// Each 32 values of src go step bytes after the previous 32 in dst (64: one run), so the AMX tiles' layout
+// of A, a block's rows interleaved step by step, is written in one call per row.
 func roundBF16() {
-	TEXT("roundBF16AVX512", NOSPLIT, "func(dst *uint16, src *float32, n int)")
-	Doc("roundBF16AVX512 sets dst[i] to src[i] rounded to the nearest bfloat16 (ties to even) for i < n, a",
-		"multiple of 16; NaNs are not kept.")
+	TEXT("roundBF16AVX512", NOSPLIT, "func(dst *uint16, src *float32, n int, step int)")
+	Doc("roundBF16AVX512 sets dst to src[i] rounded to the nearest bfloat16 (ties to even) for i < n, a",
+		"multiple of 16, value i at byte (i/32)·step + (i%32)·2 of dst; NaNs are not kept.")
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	n := Load(Param("n"), GP64())
+	step := Load(Param("step"), GP64())
 	bias, one := ZMM(), ZMM()
 	c := GP32()
 	MOVL(U32(0x7FFF), c)
@@ -188,8 +191,15 @@ func roundBF16() {
 	VPADDD(bias, x, x)
 	VPADDD(lsb, x, x)
 	VPSRLD(Imm(16), x, x)
-	VPMOVDW(x, Mem{Base: dst, Index: i, Scale: 2})
+	// The second 16 values of each 32 go 32 bytes after the first; then dst moves on by step.
+	half := GP64()
+	MOVQ(i, half)
+	ANDQ(Imm(16), half)
+	VPMOVDW(x, Mem{Base: dst, Index: half, Scale: 2})
 	ADDQ(Imm(16), i)
+	TESTQ(half, half)
+	JZ(LabelRef("round_loop"))
+	ADDQ(step, dst)
 	JMP(LabelRef("round_loop"))
 	Label("round_done")
 	VZEROUPPER()
