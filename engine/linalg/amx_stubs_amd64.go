@@ -10,7 +10,8 @@ package linalg
 //go:noescape
 func amxPanel(p *pairCall)
 
-// amxPeak runs iters iterations of 8 TDPBF16PS on tiles held in registers (configured by cfg).
+// amxPeak runs iters iterations of 8 TDPBF16PS on tiles held in registers (configured by cfg), the A
+// and B tiles loaded from tiles (4 KiB).
 //
 //go:noescape
-func amxPeak(iters int, cfg *[64]byte)
+func amxPeak(iters int, cfg *[64]byte, tiles *uint16)

@@ -21,7 +21,10 @@ func init() {
 	case amxGranted():
 		pairPanel, pairsKernel = amxPanel, "AMX tiles"
 		pairTiledA = true
-		amxPeakLoop = func(iters int) { amxPeak(iters, &amxConfig) }
+		for i := range amxPeakTiles {
+			amxPeakTiles[i] = ToBF16(float32(i%13)*0.25 - 1.5)
+		}
+		amxPeakLoop = func(iters int) { amxPeak(iters, &amxConfig, &amxPeakTiles[0]) }
 	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16:
 		pairPanel, pairsKernel = dotPanel, "VDPBF16PS tiles"
 	default:
@@ -54,6 +57,9 @@ type pairCall struct {
 	scratch  *float32
 	stream   uint64 // nonzero: store C with non-temporal stores (beta 0, all 32 columns, 64-byte aligned rows)
 }
+
+// amxPeakTiles is what amxPeak multiplies: values that are not zero, as a product's are.
+var amxPeakTiles [2048]uint16
 
 // pairTiledA lays A out for the tile loads (amxPanel): each block's 32 rows of a step's 32 values are 2 KiB
 // in a row, the steps of a block one after another, so the tiles read A as a sequential stream.
