@@ -137,7 +137,7 @@ func splitMethod(s string, a *exec.VarArgs, fromRight bool) (any, error) {
 	default:
 		parts = splitSpace(s, maxsplit, fromRight)
 	}
-	out := make([]any, len(parts))
+	out := make(pyList, len(parts))
 	for i, p := range parts {
 		out[i] = p
 	}

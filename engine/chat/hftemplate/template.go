@@ -154,7 +154,7 @@ func (t *Template) render(msgs, tools []any, addGenerationPrompt bool, kwargs ma
 func (t *Template) renderMarked(msgs, tools []any, addGenerationPrompt bool, kwargs map[string]any, marks bool) (out string, err error) {
 	var state renderState
 	data := map[string]any{
-		"messages":              msgs,
+		"messages":              pyList(msgs),
 		"tools":                 nil,
 		"documents":             nil,
 		"add_generation_prompt": addGenerationPrompt,
@@ -176,7 +176,7 @@ func (t *Template) renderMarked(msgs, tools []any, addGenerationPrompt bool, kwa
 		},
 	}
 	if tools != nil {
-		data["tools"] = tools
+		data["tools"] = pyList(tools)
 	}
 	if t.bos != "" {
 		data["bos_token"] = t.bos
