@@ -139,7 +139,13 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
 		kcur := min(blockSteps*32, k-p0)
 		st := (kcur + 31) / 32
-		ld := st * 32 // a16's row stride
+		ld := st * 32 // values of a16 per row
+		// Where a row's values go in a16: rows of ld values one after another, or (pairTiledA) a block's
+		// rows 32 values apart within each step, the steps 32 rows of 32 values apart.
+		rowStride, stepStride := ld, 32
+		if pairTiledA {
+			rowStride, stepStride = 32, 32*32
+		}
 		bt := beta
 		if p0 > 0 {
 			bt = 1
@@ -150,11 +156,7 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 			as := (*a16)[:blocks*32*ld]
 			parallelFor(workers, blocks, func(_, blk int) {
 				for i := blk * 32; i < min(rows, blk*32+32); i++ {
-					if pairTiledA {
-						roundTiled(as[blk*32*ld+i%32*32:], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
-					} else {
-						roundRow(as[i*ld:(i+1)*ld], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur])
-					}
+					roundSteps(as[blk*32*ld+i%32*rowStride:], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur], stepStride)
 				}
 			})
 			panel := func(w, jp int) {
@@ -177,7 +179,7 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
 					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
 				if pairTiledA {
-					calls[w].lda = 64 // a step's 16-row half is a tile of 16 rows of 64 bytes in a row
+					calls[w].lda = 2 * rowStride // a step's 16-row half is a tile of 16 rows of 64 bytes in a row
 				}
 				pairPanel(&calls[w])
 			}
@@ -201,19 +203,20 @@ func panelT(dst, w []uint16, ldw, j0, cols, p0, kc int) {
 	clear(dst[pairs*64 : (kc+31)/32*32*32])
 }
 
-// roundTiled rounds src, one row of A, to bfloat16 into the tiled layout (pairTiledA): its 32 values of
-// step s at dst[s*1024:], zeros past its end.
-func roundTiled(dst []uint16, src []float32) {
+// roundSteps rounds src, one row of A, to bfloat16 into dst: its values of step s (32 contraction values)
+// at dst[s*step:], zeros past its end to the end of its last step. step is 32 for a row in one run, 32·32
+// for the tiled layout (pairTiledA).
+func roundSteps(dst []uint16, src []float32, step int) {
 	n16 := len(src) &^ 15
 	if n16 > 0 {
-		_ = dst[(n16-1)/32*1024+(n16-1)%32]
-		roundBF16AVX512(&dst[0], &src[0], n16, 2048)
+		_ = dst[(n16-1)/32*step+(n16-1)%32] // the last value the kernel writes
+		roundBF16AVX512(&dst[0], &src[0], n16, 2*step)
 	}
-	if n16 == len(src) && n16%32 == 0 {
+	if len(src)%32 == 0 {
 		return
 	}
 	s := n16 &^ 31
-	d := dst[s*32 : s*32+32]
+	d := dst[s/32*step : s/32*step+32]
 	for p := n16 - s; p < 32; p++ {
 		if s+p < len(src) {
 			d[p] = ToBF16(src[s+p])
@@ -221,18 +224,6 @@ func roundTiled(dst []uint16, src []float32) {
 			d[p] = 0
 		}
 	}
-}
-
-// roundRow rounds src to bfloat16 into dst and zeroes the rest of dst.
-func roundRow(dst []uint16, src []float32) {
-	n16 := len(src) &^ 15
-	if n16 > 0 {
-		roundBF16AVX512(&dst[0], &src[0], n16, 64)
-	}
-	for p := n16; p < len(src); p++ {
-		dst[p] = ToBF16(src[p])
-	}
-	clear(dst[len(src):])
 }
 
 func boolWord(b bool) uint64 {

@@ -220,37 +220,40 @@ func testPairsStream(t *testing.T) {
 	}
 }
 
-// TestRoundTiled checks the tiled layout's rounding (roundTiled, on roundBF16AVX512's step) against ToBF16
-// for rows whose lengths end inside a step, on a 16-value boundary and on a step's.
+// TestRoundTiled checks roundSteps (roundBF16AVX512 with a step) against ToBF16, for a row in one run (step
+// 32) and in the tiled layout (step 32·32), on rows whose lengths end inside a step, on a 16-value boundary
+// and on a step's; in the tiled layout it leaves the other rows' places alone.
 func TestRoundTiled(t *testing.T) {
 	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512BW {
 		t.Skip("no AVX-512")
 	}
 	rng := rand.New(rand.NewSource(3))
-	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 64, 100, 576} {
-		src := make([]float32, n)
-		for i := range src {
-			src[i] = float32(rng.NormFloat64())
-		}
-		steps := (n + 31) / 32
-		dst := make([]uint16, steps*1024)
-		for i := range dst {
-			dst[i] = 0xFFFF
-		}
-		roundTiled(dst, src)
-		for s := range steps {
-			for p := range 32 {
-				want := uint16(0)
-				if s*32+p < n {
-					want = ToBF16(src[s*32+p])
-				}
-				if got := dst[s*1024+p]; got != want {
-					t.Fatalf("n=%d: value %d at step %d = %#x, want %#x", n, p, s, got, want)
-				}
+	for _, step := range []int{32, 1024} {
+		for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 64, 100, 576} {
+			src := make([]float32, n)
+			for i := range src {
+				src[i] = float32(rng.NormFloat64())
 			}
-			for p := 32; s < steps-1 && p < 1024; p++ { // the other rows' places are not touched
-				if dst[s*1024+p] != 0xFFFF {
-					t.Fatalf("n=%d: wrote %d of step %d", n, p, s)
+			steps := (n + 31) / 32
+			dst := make([]uint16, steps*step)
+			for i := range dst {
+				dst[i] = 0xFFFF
+			}
+			roundSteps(dst, src, step)
+			for s := range steps {
+				for p := range 32 {
+					want := uint16(0)
+					if s*32+p < n {
+						want = ToBF16(src[s*32+p])
+					}
+					if got := dst[s*step+p]; got != want {
+						t.Fatalf("step %d, n=%d: value %d at step %d = %#x, want %#x", step, n, p, s, got, want)
+					}
+				}
+				for p := 32; p < step; p++ { // the other rows' places are not touched
+					if dst[s*step+p] != 0xFFFF {
+						t.Fatalf("step %d, n=%d: wrote %d of step %d", step, n, p, s)
+					}
 				}
 			}
 		}
