@@ -53,3 +53,6 @@ func (e eosBan) Allow(mask []bool) {
 
 // Advance has nothing to record.
 func (eosBan) Advance(int) {}
+
+// Banned lists the end-of-turn tokens (sample.Banner): the sampler drops their weights without a mask.
+func (e eosBan) Banned() []int { return e }

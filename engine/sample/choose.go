@@ -32,8 +32,32 @@ func (s *state) choose(p Params) (int, []float32) {
 			lp[i] = v - lse
 		}
 	}
-	allowed := s.allowed(V)
 	var id int
+	if p.Temperature > 0 && p.TopK <= 0 && (p.TopP <= 0 || p.TopP >= 1) {
+		if ban, ok := s.con.(Banner); ok {
+			// A few banned ids: their weights are taken out of the sum instead of a mask being built over
+			// the vocabulary and applied (two passes over it a token, 5% of an ignore_eos rollout's time).
+			if p.Temperature != 1 {
+				sum = expShifted(w, s.logits, mx, p.Temperature)
+			}
+			for _, b := range ban.Banned() {
+				if b >= 0 && b < V {
+					sum -= float64(w[b])
+					w[b] = 0
+				}
+			}
+			if sum > 0 {
+				id = s.draw(w, sum, p, nil)
+				if !full {
+					lp[id] = s.logits[id] - lse
+				}
+				s.con.Advance(id)
+				return id, lp
+			}
+			// Every other id's weight underflowed: the mask's path below picks the first allowed one.
+		}
+	}
+	allowed := s.allowed(V)
 	if p.Temperature == 0 {
 		id = argmax(lp, allowed)
 	} else {

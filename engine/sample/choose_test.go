@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -154,21 +155,42 @@ func (forbid) Advance(int) {}
 
 // TestDrawUnderAConstraint: ids a constraint rules out are never drawn, and the others keep their
 // probabilities relative to each other.
+// Both ways of ruling ids out are checked: a mask (Allow) and a list of banned ids (Banner, ignore_eos's
+// path), at temperature 1 and at another.
 func TestDrawUnderAConstraint(t *testing.T) {
 	t.Parallel()
-	logits := make([]float32, 4096)
-	logits[700], logits[2100], logits[4095] = 3, 4, 5
-	s := &state{rng: rand.New(rand.NewPCG(11, 12)), logits: logits, con: forbid{700: true, 4095: true}}
-	const draws = 100000
-	counts := make([]int, len(logits))
-	for range draws {
-		id, _ := s.choose(Params{Temperature: 1})
-		counts[id]++
-	}
-	if counts[700] != 0 || counts[4095] != 0 {
-		t.Fatalf("ruled-out ids drawn %d and %d times", counts[700], counts[4095])
-	}
-	if got, want := float64(counts[2100])/draws, math.Exp(4)/(4093+math.Exp(4)); math.Abs(got-want) > 0.004 {
-		t.Errorf("id 2100 drawn %.4f of the time, want %.4f", got, want)
+	for _, con := range []Constraint{forbid{700: true, 4095: true}, banned{700, 4095}} {
+		for _, temp := range []float32{1, 0.7} {
+			t.Run(fmt.Sprintf("%T/temperature=%g", con, temp), func(t *testing.T) {
+				logits := make([]float32, 4096)
+				logits[700], logits[2100], logits[4095] = 3, 4, 5
+				s := &state{rng: rand.New(rand.NewPCG(11, 12)), logits: logits, con: con}
+				const draws = 100000
+				counts := make([]int, len(logits))
+				for range draws {
+					id, lp := s.choose(Params{Temperature: temp})
+					counts[id]++
+					if want := logits[id] - float32(math.Log(4093+math.Exp(3)+math.Exp(4)+math.Exp(5))); math.Abs(float64(lp[id]-want)) > 1e-5 {
+						t.Fatalf("logprob of %d: %g, want the unconstrained model's %g", id, lp[id], want)
+					}
+				}
+				if counts[700] != 0 || counts[4095] != 0 {
+					t.Fatalf("ruled-out ids drawn %d and %d times", counts[700], counts[4095])
+				}
+				e := math.Exp(4 / float64(temp))
+				if got, want := float64(counts[2100])/draws, e/(4093+e); math.Abs(got-want) > 0.004 {
+					t.Errorf("id 2100 drawn %.4f of the time, want %.4f", got, want)
+				}
+			})
+		}
 	}
 }
+
+// banned rules out its ids as a Banner.
+type banned []int
+
+func (banned) Allow([]bool) {
+	panic("a Banner's mask is never asked for when sampling at a temperature")
+}
+func (banned) Advance(int)     {}
+func (b banned) Banned() []int { return b }

@@ -12,6 +12,14 @@ type Constraint interface {
 	Advance(id int)
 }
 
+// Banner is a Constraint that only ever rules out a fixed few ids (ignore_eos: the stop tokens), which it
+// lists. Sampling at a temperature, without top-k or top-p, then takes their weights out of the sum instead
+// of asking Allow for a mask over the vocabulary; everything else still goes through Allow.
+type Banner interface {
+	Constraint
+	Banned() []int
+}
+
 // allowed asks the completion's constraint for the candidates of the next token; nil means any token.
 func (s *state) allowed(vocab int) []bool {
 	if s.con == nil {
