@@ -50,7 +50,7 @@ func (t *Trainer) head(p *model.Pass, rows, targets []int, coef coefFunc) (train
 		if err != nil {
 			return all, err
 		}
-		train.LogprobGrad(logits, V, targets[lo:hi], c)
+		train.LogprobGrad(logits, V, targets[lo:hi], c, st.LogSum)
 		p.AddHeadGrad(rows[lo:hi], logits, model.Grads{L: t.grads})
 	}
 	return all, nil

@@ -207,7 +207,7 @@ func lmStep(ctx context.Context, w, grads *model.Weights, arena *model.Arena, ba
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, train.ErrNonFinite
 	}
-	train.LogprobGrad(logits, w.Cfg.VocabSize, targets, coef)
+	train.LogprobGrad(logits, w.Cfg.VocabSize, targets, coef, st.LogSum)
 	return loss, p.Backward(ctx, rows, logits, model.Grads{W: grads})
 }
 

@@ -129,7 +129,15 @@ func TestLogprobGrad(t *testing.T) {
 	targets := []int{2, 0}
 	coef := []float64{0.7, -1.3}
 	g := append([]float32(nil), logits...)
-	LogprobGrad(g, 3, targets, coef)
+	LogprobGrad(g, 3, targets, coef, nil)
+	// With Stats' LogSum of the same logits, the same gradient without the rows' maxima.
+	g2 := append([]float32(nil), logits...)
+	LogprobGrad(g2, 3, targets, coef, Stats(logits, 3, targets).LogSum)
+	for i := range g {
+		if math.Abs(float64(g2[i]-g[i])) > 1e-6 {
+			t.Errorf("logit %d: grad %v with LogSum, %v without", i, g2[i], g[i])
+		}
+	}
 	f := func(l []float32) float64 {
 		st := Stats(l, 3, targets)
 		return coef[0]*st.Logprob[0] + coef[1]*st.Logprob[1]
@@ -154,4 +162,44 @@ func TestAdamWNonFinite(t *testing.T) {
 	if _, err := s.Update(p, [][]float32{{1, -1}}, DefaultAdamW()); err != nil || p[0][0] >= 1 || p[0][1] <= 2 {
 		t.Fatalf("step did not descend: %v %v", err, p)
 	}
+}
+
+// TestStatsWideRow: over Qwen3's vocabulary with logits far from 0 (a peaked row shifted by 30), Stats'
+// log-probabilities, entropies and log-sum-exps stay within 1e-4 of a float64 reference (float32 sums of
+// 150,000 exponentials).
+func TestStatsWideRow(t *testing.T) {
+	const V = 151936
+	logits := wideLogits()
+	targets := []int{77, 1234}
+	st := Stats(logits, V, targets)
+	for r, tg := range targets {
+		row := logits[r*V : (r+1)*V]
+		mx := float64(row[0])
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		var sum, dot float64
+		for _, v := range row {
+			e := math.Exp(float64(v) - mx)
+			sum += e
+			dot += e * (float64(v) - mx)
+		}
+		ls := math.Log(sum)
+		logp, ent, lse := float64(row[tg])-mx-ls, ls-dot/sum, mx+ls
+		if math.Abs(st.Logprob[r]-logp) > 1e-4 || math.Abs(st.Entropy[r]-ent) > 1e-4 || math.Abs(float64(st.LogSum[r])-lse) > 1e-4 {
+			t.Errorf("row %d: logp %v entropy %v logsum %v, want %v %v %v", r, st.Logprob[r], st.Entropy[r], st.LogSum[r], logp, ent, lse)
+		}
+	}
+}
+
+// wideLogits is two rows over Qwen3's vocabulary, shifted by 30, row 0 peaked on id 77.
+func wideLogits() []float32 {
+	const V = 151936
+	rng := rand.New(rand.NewSource(5))
+	logits := make([]float32, 2*V)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64()*3) + 30
+	}
+	logits[77] += 25
+	return logits
 }

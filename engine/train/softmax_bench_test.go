@@ -1,0 +1,42 @@
+package train
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// BenchmarkHeadChunk is the softmax work of one chunk of the LM head in an RL step at Qwen3's vocabulary
+// (220 rows of 151,936 logits): Stats, then LogprobGrad with Stats' LogSum ("logsum") or finding every
+// row's maximum again ("max").
+func BenchmarkHeadChunk(b *testing.B) {
+	const rows, V = 220, 151936
+	rng := rand.New(rand.NewSource(1))
+	src := make([]float32, rows*V)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64() * 2)
+	}
+	targets, coef := make([]int, rows), make([]float64, rows)
+	for i := range targets {
+		targets[i], coef[i] = rng.Intn(V), rng.NormFloat64()
+	}
+	logits := make([]float32, len(src))
+	for _, reuse := range []bool{true, false} {
+		name := "max"
+		if reuse {
+			name = "logsum"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				copy(logits, src)
+				b.StartTimer()
+				st := Stats(logits, V, targets)
+				var ls []float32
+				if reuse {
+					ls = st.LogSum
+				}
+				LogprobGrad(logits, V, targets, coef, ls)
+			}
+		})
+	}
+}
