@@ -24,7 +24,7 @@ OPENBLAS_CORETYPE ?= $(shell if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 # Exported only when known: OpenBLAS treats a set but empty variable as a core it cannot find.
 OPENBLAS_ENV = $(if $(OPENBLAS_CORETYPE),export OPENBLAS_CORETYPE=$(OPENBLAS_CORETYPE);)
 
-.PHONY: all asm run build test fmt-check test-scripts vet lint bench bench-parallel bench-openblas bench-compare bench-rollouts bench-loop pretrain clean fuzz \
+.PHONY: all asm run build test test-avx2 fmt-check test-scripts vet lint bench bench-parallel bench-openblas bench-compare bench-rollouts bench-loop pretrain clean fuzz \
 	tokenizer-files tokenizer-fixtures hftemplate-fixtures torch-fixtures screenshots vendor-dashboard
 
 all: build
@@ -47,7 +47,14 @@ test: fmt-check test-scripts tokenizer-files
 	export TRAINYARD_TEST_DATABASE_URL; \
 	$(GO) vet ./...; \
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...; \
+	$(MAKE) --no-print-directory test-avx2; \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+## test-avx2: the engine's tests again on its AVX2 kernels (machines without AVX-512), on any x86 machine with
+## AVX2: golang.org/x/sys/cpu, which every dispatch reads, honours GODEBUG (TestAVX2UnderGODEBUG checks it).
+## Elsewhere they run on whatever the CPU has, again. Part of make test (about half a minute on 2 cores)
+test-avx2:
+	GODEBUG=cpu.avx512f=off $(GO) test -timeout $(TEST_TIMEOUT) ./engine/...
 
 # The fuzz targets of the request decoders, as package:target. `make fuzz`
 # runs each for FUZZTIME; `make test` runs each briefly (their seeds also
