@@ -5,24 +5,7 @@ package linalg
 func packA(dst []float32, a []float32, lda int, transA bool, i0, rows, p0, kc, mr int) {
 	dst = dst[:kc*mr]
 	if transA {
-		// op(A)[i, p] = a[p*lda+i]: each group is a contiguous run of a. A full group of the AVX2 or the
-		// AVX-512 kernel's rows is copied as an array, in inline moves: copy called memmove for its 24 or 56
-		// bytes, 3% of an AVX2 training step, and the panel packs 30% faster (BenchmarkPack). (packB's
-		// groups of 16 and 32 values copied as arrays ran slower than copy's memmove.)
-		if rows == mr {
-			switch mr {
-			case 6:
-				for p := 0; p < kc; p++ {
-					*(*[6]float32)(dst[p*6:]) = *(*[6]float32)(a[(p0+p)*lda+i0:])
-				}
-				return
-			case 14:
-				for p := 0; p < kc; p++ {
-					*(*[14]float32)(dst[p*14:]) = *(*[14]float32)(a[(p0+p)*lda+i0:])
-				}
-				return
-			}
-		}
+		// op(A)[i, p] = a[p*lda+i]: each group is a contiguous run of a.
 		for p := 0; p < kc; p++ {
 			src := a[(p0+p)*lda+i0:]
 			d := dst[p*mr : p*mr+mr]
