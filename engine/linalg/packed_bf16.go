@@ -290,10 +290,38 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	// op(B) = W: the driver's k-steps are W's rows, its columns W's columns. In the packed layout the rows
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
+		nr := kern.nr
+		pp := 0
+		if widenT8 != nil && p.nr%8 == 0 {
+			// Blocks of 8 of W's rows by 8 of its columns, transposed and widened in registers: in a stored
+			// panel the 8 rows are contiguous for each column and the columns p.nr values apart. Columns
+			// that cross a stored block of contraction values (p.kc) or the block's edge go one at a time.
+			for ; p0+pp+8 <= p0+kc && (p0+pp)%8 == 0; pp += 8 {
+				j := p0 + pp // W's row
+				jb := j - j%p.nr
+				for c := 0; c < cols; {
+					q := j0 + c
+					qb := q / p.kc * p.kc
+					if c+8 <= cols && q+8 <= qb+p.kc {
+						panel := p.panel(qb, jb)[(q-qb)*p.nr+j-jb:]
+						_, _ = panel[7*p.nr+7], dst[(pp+7)*nr+c+7]
+						widenT8(&dst[pp*nr+c], nr, &panel[0], p.nr)
+						c += 8
+						continue
+					}
+					for t := range 8 {
+						dst[(pp+t)*nr+c] = fromBF16(p.at(j+t, q))
+					}
+					c++
+				}
+			}
+		}
+		// The rest one value at a time: rows of W not on a multiple of 8 (the driver's blocks of k-steps
+		// start where its split puts them) and the last ones.
 		for c := range cols {
 			q := j0 + c // W's column: its values for the rows of one panel are contiguous
 			qb := q / p.kc * p.kc
-			for pp := 0; pp < kc; {
+			for pp := pp; pp < kc; {
 				j := p0 + pp
 				run := min(p.nr-j%p.nr, kc-pp)
 				for t, v := range p.panel(qb, j-j%p.nr)[(q-qb)*p.nr+j%p.nr:][:run] {
@@ -307,3 +335,6 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 		}
 	}, beta, c, ldc)
 }
+
+// widenT8, where the CPU has AVX2, sets dst[t*ldd+c] to the bfloat16 src[c*lds+t] widened, for t, c < 8.
+var widenT8 func(dst *float32, ldd int, src *uint16, lds int)

@@ -6,6 +6,9 @@ import "golang.org/x/sys/cpu"
 // activations times bfloat16 weights: decoding a batch of sequences. AVX-512 tiles take 4 rows of A and 16
 // values of k a step; AVX2 tiles, with half the registers, 3 rows and 8 values.
 func init() {
+	if cpu.X86.HasAVX2 {
+		widenT8 = widenT8x8BF16AVX2
+	}
 	switch {
 	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL:
 		tiles = tileSet{rows: 4, lanes: 16, kernels: [5]tileKernel{1: dotTile1x4BF16AVX512, 2: dotTile2x4BF16AVX512,

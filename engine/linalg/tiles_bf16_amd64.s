@@ -4454,6 +4454,80 @@ packA6_done:
 	VZEROUPPER
 	RET
 
+// func widenT8x8BF16AVX2(dst *float32, ldd int, src *uint16, lds int)
+// Requires: AVX, AVX2
+TEXT ·widenT8x8BF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ       dst+0(FP), AX
+	MOVQ       ldd+8(FP), CX
+	MOVQ       src+16(FP), DX
+	MOVQ       lds+24(FP), BX
+	SHLQ       $0x02, CX
+	SHLQ       $0x01, BX
+	VPMOVZXWD  (DX), Y0
+	VPSLLD     $0x10, Y0, Y0
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y1
+	VPSLLD     $0x10, Y1, Y1
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y2
+	VPSLLD     $0x10, Y2, Y2
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y3
+	VPSLLD     $0x10, Y3, Y3
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y4
+	VPSLLD     $0x10, Y4, Y4
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y5
+	VPSLLD     $0x10, Y5, Y5
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y6
+	VPSLLD     $0x10, Y6, Y6
+	ADDQ       BX, DX
+	VPMOVZXWD  (DX), Y7
+	VPSLLD     $0x10, Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VMOVUPS    Y6, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VMOVUPS    Y6, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x20, Y5, Y8, Y6
+	VMOVUPS    Y6, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x20, Y4, Y0, Y6
+	VMOVUPS    Y6, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VMOVUPS    Y2, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPS    Y1, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x31, Y5, Y8, Y1
+	VMOVUPS    Y1, (AX)
+	ADDQ       CX, AX
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y0, (AX)
+	VZEROUPPER
+	RET
+
 // func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32, idx *uint16)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·packPairs32AVX512(SB), NOSPLIT, $0-48

@@ -128,6 +128,9 @@ func panel11x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc
 // 2 values past the last group.
 func packA6AVX2(dst *float32, src *float32, chunks int, lda int)
 
+// widenT8x8BF16AVX2 sets dst[t*ldd+c] to the float32 value of the bfloat16 src[c*lds+t], for t, c < 8.
+func widenT8x8BF16AVX2(dst *float32, ldd int, src *uint16, lds int)
+
 // packPairs32AVX512 interleaves rows 2r and 2r+1 of src (bfloat16, stride ldb) over the 32 columns mask
 // keeps (zero elsewhere) into dst's 128-byte row r, for rows rows (an odd last row is paired with zeros);
 // idx holds the two VPERMT2W index vectors.

@@ -43,6 +43,7 @@ func main() {
 	rowTiles()
 	panelTiles()
 	packA6()
+	widenT8()
 	packPairs()
 	Generate()
 	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {

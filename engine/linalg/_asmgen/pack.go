@@ -78,3 +78,60 @@ func packA6() {
 	VZEROUPPER()
 	RET()
 }
+
+// widenT8 writes widenT8x8BF16AVX2: an 8 × 8 block of bfloat16 values transposed and widened to float32,
+// dst[t*ldd+c] = src[c*lds+t]. Each of the 8 source rows (8 values, 16 bytes) is zero-extended and shifted
+// into the top half of 8 float32 lanes, and the block is transposed in registers as packA6AVX2 transposes
+// its 6 × 8 one. SgemmPackedBF16N reads a PackedBF16 (stored for x·Wᵀ, 16 of W's rows per step of
+// contraction values) along W's rows for dy·W; one value at a time that was 5% of an AVX2 training step.
+func widenT8() {
+	TEXT("widenT8x8BF16AVX2", NOSPLIT, "func(dst *float32, ldd int, src *uint16, lds int)")
+	Doc("widenT8x8BF16AVX2 sets dst[t*ldd+c] to the float32 value of the bfloat16 src[c*lds+t], for t, c < 8.")
+	dst := Load(Param("dst"), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	src := Load(Param("src"), GP64())
+	lds := Load(Param("lds"), GP64())
+	SHLQ(Imm(2), ldd)
+	SHLQ(Imm(1), lds)
+	r := make([]reg.VecVirtual, 8)
+	for i := range r {
+		r[i] = YMM()
+		VPMOVZXWD(Mem{Base: src}, r[i])
+		VPSLLD(Imm(16), r[i], r[i])
+		if i < 7 {
+			ADDQ(lds, src)
+		}
+	}
+	t := make([]reg.VecVirtual, 8)
+	for i := 0; i < 8; i += 2 {
+		t[i], t[i+1] = YMM(), YMM()
+		VUNPCKLPS(r[i+1], r[i], t[i])
+		VUNPCKHPS(r[i+1], r[i], t[i+1])
+	}
+	// s[0..3]: columns 0–3 of rows 0–3 (each lane half: columns 0–3 or 4–7); s[4..7] the same of rows 4–7.
+	s := make([]reg.VecVirtual, 8)
+	for h := 0; h < 8; h += 4 {
+		for i := range 4 {
+			s[h+i] = YMM()
+		}
+		VSHUFPS(Imm(0x44), t[h+2], t[h], s[h])
+		VSHUFPS(Imm(0xEE), t[h+2], t[h], s[h+1])
+		VSHUFPS(Imm(0x44), t[h+3], t[h+1], s[h+2])
+		VSHUFPS(Imm(0xEE), t[h+3], t[h+1], s[h+3])
+	}
+	for col := range 8 {
+		o := YMM()
+		lo, hi := s[col%4], s[col%4+4]
+		if col < 4 {
+			VPERM2F128(Imm(0x20), hi, lo, o)
+		} else {
+			VPERM2F128(Imm(0x31), hi, lo, o)
+		}
+		VMOVUPS(o, Mem{Base: dst})
+		if col < 7 {
+			ADDQ(ldd, dst)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
