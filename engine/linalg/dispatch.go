@@ -4,6 +4,7 @@ package linalg
 // OpenBLAS under the openblas build tag).
 var (
 	dot     = dotGeneric
+	dotSh   = dotShiftGeneric
 	axpy    = axpyGeneric
 	scale   = scaleGeneric
 	expSum  = expSumGeneric

@@ -4528,6 +4528,74 @@ TEXT ·widenT8x8BF16AVX2(SB), NOSPLIT, $0-32
 	VZEROUPPER
 	RET
 
+// func dotShiftAVX2(x *float32, y *float32, n int, c float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·dotShiftAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x+0(FP), AX
+	MOVQ         y+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVSS        c+24(FP), X0
+	VBROADCASTSS X0, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	XORQ         BX, BX
+
+dotshift_32:
+	MOVQ        BX, SI
+	ADDQ        $0x20, SI
+	CMPQ        SI, DX
+	JG          dotshift_8
+	VMOVUPS     (CX)(BX*4), Y6
+	VSUBPS      Y1, Y6, Y6
+	VFMADD231PS (AX)(BX*4), Y6, Y2
+	VMOVUPS     32(CX)(BX*4), Y6
+	VSUBPS      Y1, Y6, Y6
+	VFMADD231PS 32(AX)(BX*4), Y6, Y3
+	VMOVUPS     64(CX)(BX*4), Y6
+	VSUBPS      Y1, Y6, Y6
+	VFMADD231PS 64(AX)(BX*4), Y6, Y4
+	VMOVUPS     96(CX)(BX*4), Y6
+	VSUBPS      Y1, Y6, Y6
+	VFMADD231PS 96(AX)(BX*4), Y6, Y5
+	ADDQ        $0x20, BX
+	JMP         dotshift_32
+
+dotshift_8:
+	MOVQ        BX, SI
+	ADDQ        $0x08, SI
+	CMPQ        SI, DX
+	JG          dotshift_tail
+	VMOVUPS     (CX)(BX*4), Y6
+	VSUBPS      Y1, Y6, Y6
+	VFMADD231PS (AX)(BX*4), Y6, Y2
+	ADDQ        $0x08, BX
+	JMP         dotshift_8
+
+dotshift_tail:
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y4, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X1, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+
+dotshift_one:
+	CMPQ        BX, DX
+	JGE         dotshift_done
+	VMOVSS      (CX)(BX*4), X1
+	VSUBSS      X0, X1, X1
+	VFMADD231SS (AX)(BX*4), X1, X2
+	INCQ        BX
+	JMP         dotshift_one
+
+dotshift_done:
+	VZEROUPPER
+	MOVSS X2, ret+32(FP)
+	RET
+
 // func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32, idx *uint16)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·packPairs32AVX512(SB), NOSPLIT, $0-48

@@ -131,6 +131,9 @@ func packA6AVX2(dst *float32, src *float32, chunks int, lda int)
 // widenT8x8BF16AVX2 sets dst[t*ldd+c] to the float32 value of the bfloat16 src[c*lds+t], for t, c < 8.
 func widenT8x8BF16AVX2(dst *float32, ldd int, src *uint16, lds int)
 
+// dotShiftAVX2 returns the sum over i < n of x[i]·(y[i] − c).
+func dotShiftAVX2(x *float32, y *float32, n int, c float32) float32
+
 // packPairs32AVX512 interleaves rows 2r and 2r+1 of src (bfloat16, stride ldb) over the 32 columns mask
 // keeps (zero elsewhere) into dst's 128-byte row r, for rows rows (an odd last row is paired with zeros);
 // idx holds the two VPERMT2W index vectors.

@@ -10,6 +10,15 @@ func Dot(x, y []float32) float32 {
 	return dot(x, y)
 }
 
+// DotShift returns Σ x[i]·(y[i] − c), each y[i] − c rounded to float32 before the product (as Dot of x and
+// y shifted into memory would be, without writing the shifted y); x and y must have the same length.
+func DotShift(x, y []float32, c float32) float32 {
+	if len(x) != len(y) {
+		panic(fmt.Sprintf("linalg.DotShift: lengths %d and %d differ", len(x), len(y)))
+	}
+	return dotSh(x, y, c)
+}
+
 // Axpy computes y += alpha*x; x and y must have the same length.
 func Axpy(alpha float32, x, y []float32) {
 	if len(x) != len(y) {

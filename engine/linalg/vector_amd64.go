@@ -40,6 +40,13 @@ func useSIMDVectors() {
 		_ = y[len(x)-1]
 		return dotAVX2(&x[0], &y[0], len(x))
 	}
+	dotSh = func(x, y []float32, c float32) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		_ = y[len(x)-1]
+		return dotShiftAVX2(&x[0], &y[0], len(x), c)
+	}
 	axpy = func(alpha float32, x, y []float32) {
 		if len(x) == 0 {
 			return

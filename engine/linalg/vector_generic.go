@@ -31,3 +31,19 @@ func scaleGeneric(alpha float32, x []float32) {
 		x[i] *= alpha
 	}
 }
+
+// dotShiftGeneric is the portable DotShift, with dotGeneric's four partial sums.
+func dotShiftGeneric(x, y []float32, c float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * (y[i] - c)
+		s1 += x[i+1] * (y[i+1] - c)
+		s2 += x[i+2] * (y[i+2] - c)
+		s3 += x[i+3] * (y[i+3] - c)
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * (y[i] - c)
+	}
+	return (s0 + s1) + (s2 + s3)
+}

@@ -33,6 +33,28 @@ func TestDot(t *testing.T) {
 	}
 }
 
+// TestDotShift checks DotShift against a float64 sum of the same float32 shifted values, on every tail
+// length; with a large shift (30) the shifted values are what must be rounded first.
+func TestDotShift(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, n := range vectorLengths() {
+		x, y := randSlice(rng, n), randSlice(rng, n)
+		for _, c := range []float32{0, 0.3, 30} {
+			var want float64
+			for i := range x {
+				want += float64(x[i]) * float64(y[i]-c)
+			}
+			tol := 1e-6 * float64(n+1) * float64(1+c)
+			for name, f := range map[string]func(x, y []float32, c float32) float32{"DotShift": DotShift, "generic": dotShiftGeneric} {
+				if got := f(x, y, c); math.Abs(float64(got)-want) > tol {
+					t.Fatalf("%s n=%d c=%v: got %v, want %v", name, n, c, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestAxpyScale(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(13, 14))

@@ -29,18 +29,17 @@ func Stats(logits []float32, V int, targets []int) TokenStats {
 	n := len(targets)
 	st := TokenStats{Logprob: make([]float64, n), Entropy: make([]float64, n), LogSum: make([]float32, n)}
 	linalg.ParallelRows(n, n*V*12, func(lo, hi int) {
-		buf := getScratch(2 * V)
+		buf := getScratch(V)
 		defer scratch.Put(buf)
-		d, e := (*buf)[:V], (*buf)[V:2*V]
 		for i := lo; i < hi; i++ {
 			row := logits[i*V : (i+1)*V]
-			st.Logprob[i], st.Entropy[i], st.LogSum[i] = rowStats(row, targets[i], d, e)
+			st.Logprob[i], st.Entropy[i], st.LogSum[i] = rowStats(row, targets[i], *buf)
 		}
 	})
 	return st
 }
 
-// scratch pools the shifted logits and exponentials of Stats' workers (2 × vocab floats each): callers
+// scratch pools the exponentials of Stats' workers (vocab floats each): callers
 // evaluate the head a chunk of rows at a time, and fresh buffers per chunk and worker would leave megabytes
 // of garbage per chunk at a 150k vocabulary.
 var scratch sync.Pool
@@ -55,18 +54,16 @@ func getScratch(n int) *[]float32 {
 }
 
 // rowStats returns log p(target), the entropy −Σ p log p and log Σ exp(x) of one row of logits x, through
-// the shifted logits d = x − max(x) and e = exp(d) (vectorised exp): log p_j = d_j − log Σe, and the
+// the shifted logits d = x − max(x) and e = exp(d) (vectorised exp, into e): log p_j = d_j − log Σe, and the
 // entropy is log Σe − Σ e·d / Σe, both formed from shifted values so a peaked distribution loses no
-// precision. (Σ e·x − max·Σe would save writing d, at 40 times the entropy's error on a row shifted by 30.)
-func rowStats(x []float32, target int, d, e []float32) (logp, entropy float64, logSum float32) {
+// precision. d is never written: ExpSum and DotShift shift x as they read it, into the same float32 values.
+// (Σ e·x − max·Σe would need no shift at all, at 40 times the entropy's error on a row shifted by 30.)
+func rowStats(x []float32, target int, e []float32) (logp, entropy float64, logSum float32) {
 	mx := linalg.Max(x)
-	d = d[:len(x)]
-	for j, v := range x {
-		d[j] = v - mx
-	}
-	sum := float64(linalg.ExpSum(e, d, 0))
+	e = e[:len(x)]
+	sum := float64(linalg.ExpSum(e, x, mx))
 	ls := math.Log(sum)
-	return float64(d[target]) - ls, ls - float64(linalg.Dot(e, d))/sum, mx + float32(ls)
+	return float64(x[target]-mx) - ls, ls - float64(linalg.DotShift(e, x, mx))/sum, mx + float32(ls)
 }
 
 // LogprobGrad overwrites logits with the gradient of Σ_i coef[i]·log p_i(target_i) w.r.t. the logits:

@@ -44,6 +44,7 @@ func main() {
 	panelTiles()
 	packA6()
 	widenT8()
+	dotShift()
 	packPairs()
 	Generate()
 	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {
