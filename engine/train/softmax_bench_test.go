@@ -2,12 +2,14 @@ package train
 
 import (
 	"math/rand"
+	"runtime"
 	"testing"
 )
 
 // BenchmarkHeadChunk is the softmax work of one chunk of the LM head in an RL step at Qwen3's vocabulary
 // (220 rows of 151,936 logits): Stats, then LogprobGrad with Stats' LogSum ("logsum") or finding every
-// row's maximum again ("max").
+// row's maximum again ("max"), over the whole chunk; or both a row per worker at a time ("by-workers", as
+// the engine's head runs them), so that LogprobGrad reads each row from the cache Stats left it in.
 func BenchmarkHeadChunk(b *testing.B) {
 	const rows, V = 220, 151936
 	rng := rand.New(rand.NewSource(1))
@@ -20,6 +22,20 @@ func BenchmarkHeadChunk(b *testing.B) {
 		targets[i], coef[i] = rng.Intn(V), rng.NormFloat64()
 	}
 	logits := make([]float32, len(src))
+	b.Run("by-workers", func(b *testing.B) {
+		sub := runtime.GOMAXPROCS(0)
+		for b.Loop() {
+			b.StopTimer()
+			copy(logits, src)
+			b.StartTimer()
+			for r0 := 0; r0 < rows; r0 += sub {
+				r1 := min(r0+sub, rows)
+				part := logits[r0*V : r1*V]
+				st := Stats(part, V, targets[r0:r1])
+				LogprobGrad(part, V, targets[r0:r1], coef[r0:r1], st.LogSum)
+			}
+		}
+	})
 	for _, reuse := range []bool{true, false} {
 		name := "max"
 		if reuse {
