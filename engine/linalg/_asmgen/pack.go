@@ -41,33 +41,7 @@ func packA6() {
 		r[i] = YMM()
 		VMOVUPS(Mem{Base: rows[i], Index: off, Scale: 1}, r[i])
 	}
-	t := make([]reg.VecVirtual, 6)
-	for i := 0; i < 6; i += 2 {
-		t[i], t[i+1] = YMM(), YMM()
-		VUNPCKLPS(r[i+1], r[i], t[i])
-		VUNPCKHPS(r[i+1], r[i], t[i+1])
-	}
-	// s0..s3 from rows 0–3; s4..s7 from rows 4–5 and the zero rows 6–7.
-	s := make([]reg.VecVirtual, 8)
-	for i := range s {
-		s[i] = YMM()
-	}
-	VSHUFPS(Imm(0x44), t[2], t[0], s[0])
-	VSHUFPS(Imm(0xEE), t[2], t[0], s[1])
-	VSHUFPS(Imm(0x44), t[3], t[1], s[2])
-	VSHUFPS(Imm(0xEE), t[3], t[1], s[3])
-	VSHUFPS(Imm(0x44), zero, t[4], s[4])
-	VSHUFPS(Imm(0xEE), zero, t[4], s[5])
-	VSHUFPS(Imm(0x44), zero, t[5], s[6])
-	VSHUFPS(Imm(0xEE), zero, t[5], s[7])
-	for col := 0; col < 8; col++ {
-		o := YMM()
-		lo, hi := s[col%4], s[col%4+4]
-		if col < 4 {
-			VPERM2F128(Imm(0x20), hi, lo, o)
-		} else {
-			VPERM2F128(Imm(0x31), hi, lo, o)
-		}
+	for col, o := range transpose8(append(r, zero, zero)) { // rows 6 and 7 are zero
 		VMOVUPS(o, Mem{Base: dst, Disp: 24 * col})
 	}
 	ADDQ(Imm(32), off)
@@ -79,10 +53,43 @@ func packA6() {
 	RET()
 }
 
+// transpose8 transposes the 8 × 8 float32 block held a row a register in r and returns its columns, a
+// column a register: unpack pairs of rows, shuffle their quads, then swap the 128-bit halves.
+func transpose8(r []reg.VecVirtual) []reg.VecVirtual {
+	t := make([]reg.VecVirtual, 8)
+	for i := 0; i < 8; i += 2 {
+		t[i], t[i+1] = YMM(), YMM()
+		VUNPCKLPS(r[i+1], r[i], t[i])
+		VUNPCKHPS(r[i+1], r[i], t[i+1])
+	}
+	// s[0..3]: columns 0–3 of rows 0–3 (each lane half: columns 0–3 or 4–7); s[4..7] the same of rows 4–7.
+	s := make([]reg.VecVirtual, 8)
+	for h := 0; h < 8; h += 4 {
+		for i := range 4 {
+			s[h+i] = YMM()
+		}
+		VSHUFPS(Imm(0x44), t[h+2], t[h], s[h])
+		VSHUFPS(Imm(0xEE), t[h+2], t[h], s[h+1])
+		VSHUFPS(Imm(0x44), t[h+3], t[h+1], s[h+2])
+		VSHUFPS(Imm(0xEE), t[h+3], t[h+1], s[h+3])
+	}
+	cols := make([]reg.VecVirtual, 8)
+	for col := range cols {
+		cols[col] = YMM()
+		lo, hi := s[col%4], s[col%4+4]
+		if col < 4 {
+			VPERM2F128(Imm(0x20), hi, lo, cols[col])
+		} else {
+			VPERM2F128(Imm(0x31), hi, lo, cols[col])
+		}
+	}
+	return cols
+}
+
 // widenT8 writes widenT8x8BF16AVX2: an 8 × 8 block of bfloat16 values transposed and widened to float32,
 // dst[t*ldd+c] = src[c*lds+t]. Each of the 8 source rows (8 values, 16 bytes) is zero-extended and shifted
 // into the top half of 8 float32 lanes, and the block is transposed in registers as packA6AVX2 transposes
-// its 6 × 8 one. SgemmPackedBF16N reads a PackedBF16 (stored for x·Wᵀ, 16 of W's rows per step of
+// its 6 × 8 one (transpose8). SgemmPackedBF16N reads a PackedBF16 (stored for x·Wᵀ, 16 of W's rows per step of
 // contraction values) along W's rows for dy·W; one value at a time that was 5% of an AVX2 training step.
 func widenT8() {
 	TEXT("widenT8x8BF16AVX2", NOSPLIT, "func(dst *float32, ldd int, src *uint16, lds int)")
@@ -102,31 +109,7 @@ func widenT8() {
 			ADDQ(lds, src)
 		}
 	}
-	t := make([]reg.VecVirtual, 8)
-	for i := 0; i < 8; i += 2 {
-		t[i], t[i+1] = YMM(), YMM()
-		VUNPCKLPS(r[i+1], r[i], t[i])
-		VUNPCKHPS(r[i+1], r[i], t[i+1])
-	}
-	// s[0..3]: columns 0–3 of rows 0–3 (each lane half: columns 0–3 or 4–7); s[4..7] the same of rows 4–7.
-	s := make([]reg.VecVirtual, 8)
-	for h := 0; h < 8; h += 4 {
-		for i := range 4 {
-			s[h+i] = YMM()
-		}
-		VSHUFPS(Imm(0x44), t[h+2], t[h], s[h])
-		VSHUFPS(Imm(0xEE), t[h+2], t[h], s[h+1])
-		VSHUFPS(Imm(0x44), t[h+3], t[h+1], s[h+2])
-		VSHUFPS(Imm(0xEE), t[h+3], t[h+1], s[h+3])
-	}
-	for col := range 8 {
-		o := YMM()
-		lo, hi := s[col%4], s[col%4+4]
-		if col < 4 {
-			VPERM2F128(Imm(0x20), hi, lo, o)
-		} else {
-			VPERM2F128(Imm(0x31), hi, lo, o)
-		}
+	for col, o := range transpose8(r) {
 		VMOVUPS(o, Mem{Base: dst})
 		if col < 7 {
 			ADDQ(ldd, dst)
