@@ -296,7 +296,7 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 			// Blocks of 8 of W's rows by 8 of its columns, transposed and widened in registers: in a stored
 			// panel the 8 rows are contiguous for each column and the columns p.nr values apart. Columns
 			// that cross a stored block of contraction values (p.kc) or the block's edge go one at a time.
-			for ; p0+pp+8 <= p0+kc && (p0+pp)%8 == 0; pp += 8 {
+			for ; pp+8 <= kc && (p0+pp)%8 == 0; pp += 8 {
 				j := p0 + pp // W's row
 				jb := j - j%p.nr
 				for c := 0; c < cols; {
