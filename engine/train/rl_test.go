@@ -129,15 +129,7 @@ func TestLogprobGrad(t *testing.T) {
 	targets := []int{2, 0}
 	coef := []float64{0.7, -1.3}
 	g := append([]float32(nil), logits...)
-	LogprobGrad(g, 3, targets, coef, nil)
-	// With Stats' LogSum of the same logits, the same gradient without the rows' maxima.
-	g2 := append([]float32(nil), logits...)
-	LogprobGrad(g2, 3, targets, coef, Stats(logits, 3, targets).LogSum)
-	for i := range g {
-		if math.Abs(float64(g2[i]-g[i])) > 1e-6 {
-			t.Errorf("logit %d: grad %v with LogSum, %v without", i, g2[i], g[i])
-		}
-	}
+	LogprobGrad(g, 3, targets, coef, Stats(logits, 3, targets).LogSum)
 	f := func(l []float32) float64 {
 		st := Stats(l, 3, targets)
 		return coef[0]*st.Logprob[0] + coef[1]*st.Logprob[1]

@@ -68,20 +68,15 @@ func rowStats(x []float32, target int, e []float32) (logp, entropy float64, logS
 
 // LogprobGrad overwrites logits with the gradient of Σ_i coef[i]·log p_i(target_i) w.r.t. the logits:
 // coef[i]·(onehot(target_i) − softmax(row_i)). Every loss here is a function of target log-probabilities,
-// so its logit gradient is this with coef = ∂loss/∂logp. Rows run in parallel. logSum, when not nil, is
-// Stats' LogSum of the same logits: softmax(row) = exp(row − logSum) without finding the row's maximum.
+// so its logit gradient is this with coef = ∂loss/∂logp. Rows run in parallel. logSum is Stats' LogSum of
+// the same logits: softmax(row) = exp(row − logSum), without finding the row's maximum again.
 func LogprobGrad(logits []float32, V int, targets []int, coef []float64, logSum []float32) {
 	linalg.ParallelRows(len(targets), len(targets)*V*8, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := logits[i*V : (i+1)*V]
 			c := coef[i]
-			if logSum != nil {
-				linalg.ExpSum(row, row, logSum[i])
-				linalg.Scale(float32(-c), row)
-			} else {
-				sum := linalg.ExpSum(row, row, linalg.Max(row))
-				linalg.Scale(float32(-c/float64(sum)), row)
-			}
+			linalg.ExpSum(row, row, logSum[i])
+			linalg.Scale(float32(-c), row)
 			row[targets[i]] += float32(c)
 		}
 	})
