@@ -42,29 +42,32 @@ func (t *Trainer) head(p *model.Pass, rows, targets []int, coef coefFunc) (train
 	for lo := 0; lo < len(rows); lo += n {
 		hi := min(lo+n, len(rows))
 		logits := p.LogitsInto(t.logits, rows[lo:hi])
-		if coef == nil {
-			st := train.Stats(logits, V, targets[lo:hi])
-			copy(all.Logprob[lo:], st.Logprob)
-			copy(all.Entropy[lo:], st.Entropy)
-			continue
+		// With a gradient to form, the statistics, the coefficients and the gradient go a row per worker at
+		// a time, so that LogprobGrad finds each row in the core's L2 where Stats left it (600 KB at Qwen3's
+		// vocabulary) instead of reading the chunk's logits (134 MB, stored past the caches) from memory a
+		// second time. Without one, Stats takes the whole chunk.
+		sub := hi - lo
+		if coef != nil {
+			sub = runtime.GOMAXPROCS(0)
 		}
-		// The statistics, the coefficients and the gradient a few rows at a time, a row per worker, so that
-		// LogprobGrad finds each row in the core's L2 where Stats left it (600 KB at Qwen3's vocabulary)
-		// instead of reading the chunk's logits (134 MB, stored past the caches) from memory a second time.
-		sub := runtime.GOMAXPROCS(0)
 		for r0 := lo; r0 < hi; r0 += sub {
 			r1 := min(r0+sub, hi)
 			part := logits[(r0-lo)*V : (r1-lo)*V]
 			st := train.Stats(part, V, targets[r0:r1])
 			copy(all.Logprob[r0:], st.Logprob)
 			copy(all.Entropy[r0:], st.Entropy)
+			if coef == nil {
+				continue
+			}
 			c, err := coef(r0, r1, st)
 			if err != nil {
 				return all, err
 			}
 			train.LogprobGrad(part, V, targets[r0:r1], c, st.LogSum)
 		}
-		p.AddHeadGrad(rows[lo:hi], logits, model.Grads{L: t.grads})
+		if coef != nil {
+			p.AddHeadGrad(rows[lo:hi], logits, model.Grads{L: t.grads})
+		}
 	}
 	return all, nil
 }
