@@ -32,7 +32,7 @@ func (s *state) choose(p Params) (int, []float32) {
 			lp[i] = v - lse
 		}
 	}
-	var id int
+	id := -1
 	if p.Temperature > 0 && p.TopK <= 0 && (p.TopP <= 0 || p.TopP >= 1) {
 		if ban, ok := s.con.(Banner); ok {
 			// A few banned ids: their weights are taken out of the sum instead of a mask being built over
@@ -48,26 +48,23 @@ func (s *state) choose(p Params) (int, []float32) {
 			}
 			if sum > 0 {
 				id = s.draw(w, sum, p, nil)
-				if !full {
-					lp[id] = s.logits[id] - lse
-				}
-				s.con.Advance(id)
-				return id, lp
 			}
-			// Every other id's weight underflowed: the mask's path below picks the first allowed one.
+			// Otherwise every other id's weight underflowed: the mask's path below picks the first allowed one.
 		}
 	}
-	allowed := s.allowed(V)
-	if p.Temperature == 0 {
-		id = argmax(lp, allowed)
-	} else {
-		if p.Temperature != 1 {
-			sum = expShifted(w, s.logits, mx, p.Temperature)
+	if id < 0 {
+		allowed := s.allowed(V)
+		if p.Temperature == 0 {
+			id = argmax(lp, allowed)
+		} else {
+			if p.Temperature != 1 {
+				sum = expShifted(w, s.logits, mx, p.Temperature)
+			}
+			if allowed != nil {
+				sum = -1 // the sum over the allowed ids is another
+			}
+			id = s.draw(w, sum, p, allowed)
 		}
-		if allowed != nil {
-			sum = -1 // the sum over the allowed ids is another
-		}
-		id = s.draw(w, sum, p, allowed)
 	}
 	if !full {
 		lp[id] = s.logits[id] - lse
