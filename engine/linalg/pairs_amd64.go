@@ -175,12 +175,10 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					packPairs32AVX512(&buf[0], &b[p0*ldb+j0], kcur, ldb, mask, &pairIndex[0])
 					clear(buf[(kcur+1)/2*64:])
 				}
-				calls[w] = pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * ld, b: &buf[0], steps: st, blocks: blocks,
+				// lda: a row's stride in bytes (tiled, 64: a step's 16-row half is a tile of 16 rows in a row).
+				calls[w] = pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * rowStride, b: &buf[0], steps: st, blocks: blocks,
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
 					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
-				if pairTiledA {
-					calls[w].lda = 2 * rowStride // a step's 16-row half is a tile of 16 rows of 64 bytes in a row
-				}
 				pairPanel(&calls[w])
 			}
 			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
