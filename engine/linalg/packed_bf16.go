@@ -291,26 +291,26 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		nr := kern.nr
-		pp := 0
+		done := 0 // k-steps gathered in blocks of 8
 		if widenT8 != nil && p.nr%8 == 0 {
 			// Blocks of 8 of W's rows by 8 of its columns, transposed and widened in registers: in a stored
 			// panel the 8 rows are contiguous for each column and the columns p.nr values apart. Columns
 			// that cross a stored block of contraction values (p.kc) or the block's edge go one at a time.
-			for ; pp+8 <= kc && (p0+pp)%8 == 0; pp += 8 {
-				j := p0 + pp // W's row
+			for ; done+8 <= kc && (p0+done)%8 == 0; done += 8 {
+				j := p0 + done // W's row
 				jb := j - j%p.nr
 				for c := 0; c < cols; {
 					q := j0 + c
 					qb := q / p.kc * p.kc
 					if c+8 <= cols && q+8 <= qb+p.kc {
 						panel := p.panel(qb, jb)[(q-qb)*p.nr+j-jb:]
-						_, _ = panel[7*p.nr+7], dst[(pp+7)*nr+c+7]
-						widenT8(&dst[pp*nr+c], nr, &panel[0], p.nr)
+						_, _ = panel[7*p.nr+7], dst[(done+7)*nr+c+7]
+						widenT8(&dst[done*nr+c], nr, &panel[0], p.nr)
 						c += 8
 						continue
 					}
 					for t := range 8 {
-						dst[(pp+t)*nr+c] = fromBF16(p.at(j+t, q))
+						dst[(done+t)*nr+c] = fromBF16(p.at(j+t, q))
 					}
 					c++
 				}
@@ -321,17 +321,17 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 		for c := range cols {
 			q := j0 + c // W's column: its values for the rows of one panel are contiguous
 			qb := q / p.kc * p.kc
-			for pp := pp; pp < kc; {
+			for pp := done; pp < kc; {
 				j := p0 + pp
 				run := min(p.nr-j%p.nr, kc-pp)
 				for t, v := range p.panel(qb, j-j%p.nr)[(q-qb)*p.nr+j%p.nr:][:run] {
-					dst[(pp+t)*kern.nr+c] = fromBF16(v)
+					dst[(pp+t)*nr+c] = fromBF16(v)
 				}
 				pp += run
 			}
 		}
 		for pp := range kc {
-			clear(dst[pp*kern.nr+cols : (pp+1)*kern.nr])
+			clear(dst[pp*nr+cols : (pp+1)*nr])
 		}
 	}, beta, c, ldc)
 }
