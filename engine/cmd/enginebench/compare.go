@@ -61,6 +61,7 @@ func runCompare(o compareOptions) error {
 	}
 	t := table{m: measure(), dot: linalg.BF16Dot(), pairsTrain: linalg.BF16Train(), pairsInfer: linalg.Pairs() && linalg.BF16Dot(),
 		seqLen: o.seqLen}
+	var failed []string
 	for _, sh := range shapes {
 		if o.only != "" && !containsFold(strings.Split(o.only, ","), sh.name) {
 			continue
@@ -76,19 +77,25 @@ func runCompare(o compareOptions) error {
 		for _, work := range []string{"rl", "sft", "infer"} {
 			eargs := []string{"-shape", sh.name, "-work", work, "-seqs", fmt.Sprint(o.seqs), "-len", fmt.Sprint(o.seqLen),
 				"-trainable", fmt.Sprint(o.trainable), "-prompt", fmt.Sprint(o.prompt), "-decode", fmt.Sprint(o.decode)}
+			// A workload that fails (a memory budget the step no longer fits, a crash) is reported under the
+			// table and the others still run: one row must not cost the whole table.
 			eng, err := childEnv(o.threads, self, eargs...)
 			if err != nil {
-				return err
+				fmt.Fprintln(os.Stderr, "enginebench:", err)
+				failed = append(failed, fmt.Sprintf("%s %s: %s", sh.name, work, lastLine(err)))
+				continue
 			}
 			targs := []string{script.Name(), "--config", sh.config, "--work", work, "--seqs", fmt.Sprint(tseqs),
 				"--len", fmt.Sprint(o.seqLen), "--trainable", fmt.Sprint(o.trainable), "--prompt", fmt.Sprint(o.prompt),
 				"--decode", fmt.Sprint(o.decode), "--threads", fmt.Sprint(o.threads)}
 			tor, err := child(torchenv.Env(os.Environ(), o.threads), o.python, targs...)
-			if err != nil {
-				return err
+			if err == nil && len(eng) != len(tor) {
+				err = fmt.Errorf("engine gave %d results, PyTorch %d", len(eng), len(tor))
 			}
-			if len(eng) != len(tor) {
-				return fmt.Errorf("%s %s: engine gave %d results, PyTorch %d", sh.name, work, len(eng), len(tor))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "enginebench:", err)
+				failed = append(failed, fmt.Sprintf("%s %s (PyTorch): %s", sh.name, work, lastLine(err)))
+				continue
 			}
 			for i, e := range eng {
 				t.rows = append(t.rows, row{shape: sh.name, engine: e, torch: tor[i],
@@ -100,7 +107,21 @@ func runCompare(o compareOptions) error {
 	fmt.Printf("enginebench: engine (%s kernels, bfloat16 base, GOMAXPROCS=%d) vs PyTorch %s (float32, %d threads, OMP_WAIT_POLICY=%s), random weights\n",
 		linalg.Backend(), o.threads, torchenv.Version(o.python), o.threads, waitPolicy(o.threads))
 	t.print(os.Stdout)
+	if len(failed) > 0 {
+		fmt.Printf("\nNot measured (%d):\n", len(failed))
+		for _, f := range failed {
+			fmt.Printf("- %s\n", f)
+		}
+		return fmt.Errorf("%d workload(s) failed", len(failed))
+	}
 	return nil
+}
+
+// lastLine is the last non-empty line of err's message: a child's own error, after the command line and
+// whatever it logged before it.
+func lastLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // waitPolicy is the OMP_WAIT_POLICY PyTorch runs under.
