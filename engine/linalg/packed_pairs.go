@@ -57,6 +57,40 @@ func (p *PackedPairs) panel(jp int) []uint16 {
 	return p.data[jp*p.steps*stepWords : (jp+1)*p.steps*stepWords]
 }
 
+// Row widens row i of W into dst[:k] (an embedding lookup on a tied head that is only held packed).
+func (p *PackedPairs) Row(i int, dst []float32) {
+	if i < 0 || i >= p.n {
+		panic(fmt.Sprintf("linalg.PackedPairs.Row: row %d of %d", i, p.n))
+	}
+	dst = dst[:p.k]
+	panel, r := p.panel(i/32), i%32
+	for q := range dst {
+		// Step q/32, its pair row q%32/2, the row's word, the pair's value.
+		dst[q] = fromBF16(panel[q/32*16*64+q%32/2*64+2*r+q%2])
+	}
+}
+
+// Dims are W's rows and columns.
+func (p *PackedPairs) Dims() (n, k int) { return p.n, p.k }
+
+// SgemmPackedPairsN computes C = alpha·A·W + beta·C for the m × n row-major A (stride lda) and the packed n × k
+// W, into the m × k C (stride ldc): the input gradient dy·W of a product x·Wᵀ, on the pair products with
+// A's rows rounded to bfloat16 (SgemmBF16Train's numerics), W's blocks transposed from the packed layout as
+// the product goes, so that no row-major copy of W need be kept.
+func SgemmPackedPairsN(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int) {
+	n, k := p.n, p.k
+	checkMatrix("A", false, m, n, a, lda)
+	checkMatrix("C", false, m, k, c, ldc)
+	if m <= 0 {
+		return
+	}
+	if alpha == 0 {
+		scaleMatrix(m, k, beta, c, ldc)
+		return
+	}
+	pairProducts(false, m, k, n, alpha, a, lda, nil, 0, p, beta, c, ldc)
+}
+
 // Bytes is the memory the packed matrix takes.
 func (p *PackedPairs) Bytes() int64 { return int64(len(p.data)) * 2 }
 

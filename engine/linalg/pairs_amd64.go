@@ -17,6 +17,11 @@ func init() {
 		pairIndex[2*i], pairIndex[2*i+1] = uint16(i), uint16(32+i)
 		pairIndex[32+2*i], pairIndex[32+2*i+1] = uint16(16+i), uint16(48+i)
 	}
+	for q := range 8 { // pairBlocksNAVX512's VPSHUFB: words 0, 2, 1, 3 of each 64-bit pair
+		for i, w := range []byte{0, 2, 1, 3} {
+			pairSwap[8*q+2*i], pairSwap[8*q+2*i+1] = byte(8*(q%2))+2*w, byte(8*(q%2))+2*w+1
+		}
+	}
 	switch {
 	case amxGranted():
 		pairPanel, pairsKernel = amxPanel, "AMX tiles"
@@ -68,6 +73,9 @@ var pairTiledA bool
 // pairIndex is packPairs32AVX512's VPERMT2W indices.
 var pairIndex [64]uint16
 
+// pairSwap is pairBlocksNAVX512's VPSHUFB mask (byte indices within each 128-bit lane).
+var pairSwap [64]byte
+
 const (
 	// pairBlockSteps is the most steps of 32 contraction values one pass multiplies: a panel of 2,048 is
 	// 128 KiB and stays in L2 with the rows of A that pass over it; longer contractions (the LM head's
@@ -87,8 +95,9 @@ const (
 // bfloat16 B: n × k row-major (stride ldb) with op(B) = Bᵀ when transB (x·Wᵀ), k × n when not (dy·W). A is
 // rounded to bfloat16 (nearest, ties to even) a block of rows and contraction values at a time; B goes into
 // the pair layout one panel of 32 columns at a time, by the worker that multiplies it. Sums are float32.
-// transB needs k and ldb even (the pairs are 32-bit words of B's rows). With pre (transB only) the panels
-// are read from it, and b is not.
+// transB needs k and ldb even (the pairs are 32-bit words of B's rows). With pre the panels come from it,
+// and b is not read: as they are stored for x·Wᵀ (transB), or transposed block by block for dy·W, whose
+// B is pre's W (k × n: pre's n rows, its k columns).
 func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
 	beta float32, c []float32, ldc int) {
 	steps := (k + 31) / 32
@@ -98,7 +107,14 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	panels := (n + 31) / 32
 	a16 := scratch16.get(chunk * blockSteps * 32)
 	defer scratch16.put(a16)
+	// Fewer rows than a tile's (a decoding step of one sequence on weights held only in the pair layout) do
+	// little arithmetic per byte of the weights: they are split by those bytes, as other streaming products
+	// are, or a matrix-vector product would run at one core's bandwidth.
 	workers, release := acquireWorkers(m, n, k)
+	if m < pairsMinRows {
+		release()
+		workers, release = acquireStreamWorkers(2 * n * k)
+	}
 	defer release()
 	// Workers claim runs of panels: one claim per panel of an LM head (thousands) made the claims' shared
 	// counter a tenth of a decoding step.
@@ -125,7 +141,7 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		if outs[w] == nil {
 			outs[w] = getScratch(32 * 32)
 		}
-		if pre == nil && bufs[w] == nil {
+		if (pre == nil || !transB) && bufs[w] == nil {
 			bufs[w] = scratch16.get(blockSteps * 32 * 32)
 		}
 		if bufs[w] != nil {
@@ -165,8 +181,14 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 				mask := uint32(1)<<cols - 1
 				buf, out := work(w)
 				switch {
-				case pre != nil:
+				case pre != nil && transB:
 					buf = pre.panel(jp)[p0/32*16*64:]
+				case pre != nil:
+					// The blocks of pre's panels p0/32 .. p0/32+st-1 at step jp: W's rows p0 .. p0+kcur-1 (zero past
+					// its last) over its columns j0 .. j0+31 (zero past its last).
+					buf = buf[:st*32*32]
+					panelWords := pre.steps * 16 * 64
+					pairBlocksNAVX512(&buf[0], &pre.data[p0/32*panelWords+jp*16*64], st, 2*panelWords, &pairSwap[0])
 				case transB:
 					buf = buf[:st*32*32]
 					panelT(buf, b, ldb, j0, cols, p0, kcur)

@@ -44,6 +44,8 @@ func testPairs(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, tc := range []struct{ m, n, k int }{
 		{8, 1, 32}, {31, 17, 64}, {32, 32, 96}, {33, 70, 100}, {100, 45, 576}, {600, 33, 130}, {40, 64, 2200}, {64, 192, 4200},
+		// Fewer rows than a tile's (the packed products take them; dotPanel's 1-, 2- and 4-row tiles).
+		{1, 70, 100}, {2, 64, 576}, {3, 96, 64}, {6, 34, 130},
 	} {
 		for _, transB := range []bool{true, false} {
 			for _, ab := range [][2]float32{{1, 0}, {-0.7, 0.5}} {
@@ -103,14 +105,38 @@ func testPairs(t *testing.T) {
 							}
 						}
 					}
-					check("SgemmBF16Train", c)
-					if transB && k%2 == 0 {
+					if m >= pairsMinRows { // fewer rows are not the pair products' unless the weights are packed
+						check("SgemmBF16Train", c)
+					}
+					switch {
+					case transB && k%2 == 0:
 						p := PackPairs(n, k, b, ldb)
 						if p.Bytes() != PackedPairsBytes(n, k) {
 							t.Fatalf("PackPairs took %d bytes, PackedPairsBytes says %d", p.Bytes(), PackedPairsBytes(n, k))
 						}
 						SgemmPackedPairs(m, ab[0], a, lda, p, ab[1], c0, ldc)
 						check("SgemmPackedPairs", c0)
+					case !transB && PacksPairs(k, n) && ldb%2 == 0:
+						// B is W (k × n) of a product x·Wᵀ, packed for it; dy·W reads its blocks transposed, and
+						// sums as SgemmBF16Train does from the row-major W (from the rows it takes to the pair
+						// products): the same values in the same order.
+						p := PackPairs(k, n, b, ldb)
+						SgemmPackedPairsN(m, ab[0], a, lda, p, ab[1], c0, ldc)
+						check("SgemmPackedPairsN", c0)
+						for i := range c {
+							if m >= pairsMinRows && c0[i] != c[i] {
+								t.Fatalf("SgemmPackedPairsN: C[%d] = %v, SgemmBF16Train's %v", i, c0[i], c[i])
+							}
+						}
+						row := make([]float32, n)
+						for _, i := range []int{0, k / 2, k - 1} {
+							p.Row(i, row)
+							for j := range n {
+								if row[j] != fromBF16(b[i*ldb+j]) {
+									t.Fatalf("PackedPairs.Row(%d)[%d] = %v, want %v", i, j, row[j], fromBF16(b[i*ldb+j]))
+								}
+							}
+						}
 					}
 				})
 			}

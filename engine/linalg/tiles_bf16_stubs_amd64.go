@@ -138,3 +138,8 @@ func dotShiftAVX2(x *float32, y *float32, n int, c float32) float32
 // keeps (zero elsewhere) into dst's 128-byte row r, for rows rows (an odd last row is paired with zeros);
 // idx holds the two VPERMT2W index vectors.
 func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32, idx *uint16)
+
+// pairBlocksNAVX512 writes blocks 2 KiB blocks of a PackedPairs (the first at src, each next stride bytes
+// on) to dst one after another, each transposed from pairs along W's columns to pairs along its rows
+// (see pairBlocksN in _asmgen); shuf is the 64-byte VPSHUFB mask that swaps each 64-bit pair's middle words.
+func pairBlocksNAVX512(dst *uint16, src *uint16, blocks int, stride int, shuf *byte)

@@ -262,8 +262,9 @@ func (w *Weights) extend(ctx context.Context, caches []*Cache, chunks [][]int, l
 		p.offs[i+1] = p.offs[i] + len(chunk)
 	}
 	p.N = p.offs[len(chunks)]
-	if p.N == 1 {
-		// One sequence: each product is a matrix-vector product too short to hand to a parked goroutine.
+	if p.N == 1 && !w.pairsOnly {
+		// One sequence: each product is a matrix-vector product too short to hand to a parked goroutine. (The
+		// pair products split theirs on linalg's helpers, which a spinning partner would keep off a core.)
 		p.team = linalg.NewTeam()
 		defer p.team.Close()
 	}

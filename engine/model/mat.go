@@ -23,9 +23,11 @@ type Mat struct {
 	// and BF16 is nil; elsewhere BF16 stays for products of fewer than packedMinRows rows and bfloat16 dot
 	// products. Either way the matrix must not change after Pack.
 	packed *linalg.PackedBF16
-	// pairs replaces packed where the pair products (AMX tiles, or VDPBF16PS tiles) take every batched
-	// product (linalg.PairsServeBatches): the matrix in their pair layout, read by x·Mᵀ of
-	// linalg.PairsMinRows rows or more.
+	// pairs replaces packed, and BF16, where the pair products (AMX tiles, or VDPBF16PS tiles) take every
+	// batched product (linalg.PairsServeBatches when Pack runs): the matrix in their pair layout is then its
+	// only copy, read by every product (x·Mᵀ directly, dy·M a transposed block at a time) and by Row. The
+	// row-major copy beside it doubled the base's memory (Gemma 3 270M's training step needed 1.46 GiB
+	// against its 1.5 GB budget).
 	pairs *linalg.PackedPairs
 }
 
@@ -40,6 +42,7 @@ const packedMinRows = 24
 func (m *Mat) pack() {
 	if m.BF16 != nil && m.pairs == nil && linalg.PairsServeBatches() {
 		if m.pairs = linalg.PackPairs(m.Rows, m.Cols, m.BF16, m.Cols); m.pairs != nil {
+			m.BF16 = nil
 			return
 		}
 	}
@@ -59,9 +62,10 @@ func newMat(rows, cols int, dtype DType) Mat {
 }
 
 // MulT sets y = x·Mᵀ + beta·y for n rows of x [n × Cols] and y [n × Rows]: a training pass's product, with
-// the pair products where linalg.BF16Train says so.
+// the pair products where the matrix is held in their layout (Pack, under linalg.PairsServeBatches) or
+// linalg.BF16Train says so.
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
-	if m.pairs != nil && linalg.BF16Train() && n >= linalg.PairsMinRows {
+	if m.pairs != nil {
 		linalg.SgemmPackedPairs(n, 1, x, m.Cols, m.pairs, beta, y, m.Rows)
 		return
 	}
@@ -86,12 +90,14 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 // packed matrix's panel tiles take it instead where they beat the dot products (linalg.PanelsBeatDot: on an
 // avx512_bf16 Xeon a decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary takes 81 ms
 // against 106 on 2 cores, BenchmarkDecodeRollouts' packed/32 and bf16dot/32; on AMD's Zen 4 the dot
-// products win). Where the pair products take the batches (m.pairs), linalg.PairsMinRows rows or more go to
-// them: 57 ms for that step on the Xeon's AMX tiles (pairs/32); on a Zen 5 EPYC 74–103 ms on its VDPBF16PS
-// tiles against 95–114 for the dot products over the row-major weights.
+// products win). Where the matrix is held in the pair layout (m.pairs) every product goes to the pair
+// products, one row too: 57 ms for that step on the Xeon's AMX tiles (pairs/32); on a Zen 5 EPYC 74–103 ms on
+// its VDPBF16PS tiles against 95–114 for the dot products over the row-major weights; a decoding step of one
+// sequence at SmolLM2-135M's shape 11.1–12.3 ms against 12.2–14.0 on the row-major weights through a Team
+// (2-core Zen 4 EPYC, enginebench -work infer).
 func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
 	switch {
-	case m.pairs != nil && infer && linalg.BF16Dot() && n >= linalg.PairsMinRows:
+	case m.pairs != nil:
 		linalg.SgemmPackedPairs(n, 1, x, m.Cols, m.pairs, beta, y, m.Rows)
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
@@ -104,6 +110,10 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
 func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
+	if m.pairs != nil {
+		linalg.SgemmPackedPairsN(n, 1, dy, m.Rows, m.pairs, beta, dx, m.Cols)
+		return
+	}
 	if m.BF16 != nil && linalg.BF16Train() {
 		linalg.SgemmBF16Train(false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
 		return
@@ -121,6 +131,10 @@ func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
 
 // Row copies row i into dst (an embedding lookup).
 func (m *Mat) Row(i int, dst []float32) {
+	if m.pairs != nil {
+		m.pairs.Row(i, dst)
+		return
+	}
 	if m.BF16 == nil && m.packed != nil {
 		m.packed.Row(i, dst)
 		return

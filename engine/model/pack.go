@@ -9,9 +9,10 @@ import (
 // Pack lays out the bfloat16 matrices that batched products multiply by — the seven projections of every
 // layer and the LM head — for the blocked kernel, once per process (Mat.packed): training steps and chat's
 // decoding batches then widen contiguous panels instead of transposing the frozen weights on every product.
-// On AVX2 the packed matrices replace the row-major ones (a tied embedding then reads its rows from the
-// packed head), so the weights take the same memory up to panel padding; elsewhere both are held
-// (PackedBytes). The weights must not change afterwards; float32 weights (pretraining, full gradients) are
+// On AVX2, and where the pair products take every batched product (AMX tiles, avx512_bf16), the packed
+// matrices replace the row-major ones (a tied embedding then reads its rows from the packed head), so the
+// weights take the same memory up to panel padding; elsewhere (AVX-512 without bfloat16 products) both are
+// held (PackedBytes). The weights must not change afterwards; float32 weights (pretraining, full gradients) are
 // left as they are.
 func (w *Weights) Pack() {
 	// Each replaced row-major matrix is garbage once packed. Collecting every 64 MiB of it lets the next
@@ -46,6 +47,12 @@ func (w *Weights) Pack() {
 	if dropped {
 		runtime.GC() // the rest, and a tied head's row-major copy, which Embed held until now
 	}
+	w.pairsOnly = w.Output.pairs != nil
+	for l := range w.Layers {
+		for m := range w.Layers[l].W {
+			w.pairsOnly = w.pairsOnly && w.Layers[l].W[m].pairs != nil
+		}
+	}
 }
 
 // PackedBytes is the memory the packed layouts take (what Pack allocated).
@@ -73,7 +80,7 @@ func (w *Weights) PackedBytes() int64 {
 func PackedBytes(c Config) int64 {
 	added := func(rows, cols int) int64 {
 		if linalg.PairsServeBatches() && linalg.PacksPairs(rows, cols) {
-			return linalg.PackedPairsBytes(rows, cols)
+			return linalg.PackedPairsBytes(rows, cols) - 2*int64(rows)*int64(cols) // the only copy
 		}
 		n := linalg.PackedBF16Bytes(rows, cols)
 		if linalg.PackedReplacesRowMajor(rows) {

@@ -5,6 +5,7 @@ import (
 	"github.com/trainyard/trainyard/engine/linalg"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -108,8 +109,9 @@ func closeTo(t *testing.T, what string, got, want []float32) {
 }
 
 // TestPackedForTheTiles: where the pair products take every batched product (linalg.PairsServeBatches), Pack lays the
-// matrices out for them, PackedBytes counts that copy, and a pass on the packed weights computes what one
-// on the row-major weights does (both through the tiles, which read the same values).
+// matrices out for them in place of the row-major ones, PackedBytes counts the difference, and a pass on the
+// packed weights computes what one on the row-major weights does (both through the tiles, which read the
+// same values).
 func TestPackedForTheTiles(t *testing.T) {
 	if !linalg.SetBF16Train(true) {
 		t.Skip("no pair products (AMX tiles or avx512_bf16) on this CPU")
@@ -126,18 +128,35 @@ func TestPackedForTheTiles(t *testing.T) {
 		w := randomModel(t, cfg, 21)
 		plain, packed := w.ToBF16(), w.ToBF16()
 		packed.Pack()
-		if got, want := packed.MemoryBytes()-plain.MemoryBytes(), PackedBytes(cfg); got != want || got == 0 {
+		// The pair layout replaces the row-major matrices: what packing adds is the panels' padding.
+		if got, want := packed.MemoryBytes()-plain.MemoryBytes(), PackedBytes(cfg); got != want {
 			t.Errorf("%s: packing for the tiles added %d bytes, PackedBytes says %d", name, got, want)
 		}
+		if o := packed.Output; linalg.PacksPairs(o.Rows, o.Cols) && (o.pairs == nil || o.BF16 != nil) {
+			t.Errorf("%s: the head is packed: %v, its row-major copy kept: %v", name, o.pairs != nil, o.BF16 != nil)
+		}
 		seqs := [][]int{{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, {2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5}}
-		rows := []int{5, 11, 17, 23}
-		logits := func(w *Weights) []float32 {
+		// As many rows as the pair products take from the row-major weights (PairsMinRows); the packed
+		// weights take fewer rows too, each row rounded and summed as in a batch, so that a row's logits do
+		// not depend on the rows computed with it.
+		rows := []int{1, 4, 5, 7, 11, 13, 16, 17, 19, 23}
+		logits := func(w *Weights, rows []int) []float32 {
 			p, err := w.Forward(ctx, seqs, PassOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return append([]float32(nil), p.Logits(rows)...)
 		}
-		closeAll(t, name+" logits", logits(packed), logits(plain))
+		all := logits(packed, rows)
+		closeAll(t, name+" logits", all, logits(plain, rows))
+		v := cfg.VocabSize
+		for i, r := range rows[:3] {
+			if packed.Output.pairs == nil {
+				break // a head too narrow for the pair layout goes by its rows' count
+			}
+			if one := logits(packed, []int{r}); !slices.Equal(one, all[i*v:(i+1)*v]) {
+				t.Errorf("%s: row %d's logits alone differ from its logits among %d rows", name, r, len(rows))
+			}
+		}
 	}
 }

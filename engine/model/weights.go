@@ -28,6 +28,9 @@ type Weights struct {
 	Output    Mat // [vocab × dim]
 	rope      *ropeTable
 	ropeLocal *ropeTable // local layers' (Config.SlidingPattern), nil otherwise
+	// pairsOnly: Pack laid every matrix out for the pair products and dropped the row-major copies, so no
+	// product of a decoding step of one sequence goes through a Team (linalg.GemvBF16T).
+	pairsOnly bool
 }
 
 // ropeOf is the rotary table of layer l.
@@ -84,7 +87,7 @@ func newWeights(cfg Config, dtype DType) (*Weights, error) {
 
 // DType is the storage of the weight matrices.
 func (w *Weights) DType() DType {
-	if w.Embed.BF16 != nil || w.Embed.packed != nil {
+	if w.Embed.BF16 != nil || w.Embed.packed != nil || w.Embed.pairs != nil {
 		return BF16
 	}
 	return F32

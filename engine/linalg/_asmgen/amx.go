@@ -312,3 +312,64 @@ func packPairs() {
 	VZEROUPPER()
 	RET()
 }
+
+// pairBlocksN writes pairBlocksNAVX512, the panel of dy·W read from W's own pair layout (PackedPairs) rather
+// than from a row-major W: a stored 2 KiB block holds 32 rows of W over 32 contraction values of x·Wᵀ as
+// (W[r][2p], W[r][2p+1]) words, and dy·W, whose contraction runs over W's rows, wants (W[2q][c], W[2q+1][c]).
+// Within each 64-bit pair of words (rows 2q, 2q+1 of two columns) VPSHUFB swaps the middle two values; the
+// 16 × 16 matrix of those 64-bit pairs is then transposed as four 8 × 8 quadrants (unpack, then two rounds
+// of 128-bit lane shuffles), so W is never kept row-major for the backward pass.
+func pairBlocksN() {
+	TEXT("pairBlocksNAVX512", NOSPLIT, "func(dst, src *uint16, blocks, stride int, shuf *byte)")
+	Doc("pairBlocksNAVX512 writes blocks 2 KiB blocks of a PackedPairs (the first at src, each next stride bytes",
+		"on) to dst one after another, each transposed from pairs along W's columns to pairs along its rows",
+		"(see pairBlocksN in _asmgen); shuf is the 64-byte VPSHUFB mask that swaps each 64-bit pair's middle words.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	blocks := Load(Param("blocks"), GP64())
+	stride := Load(Param("stride"), GP64())
+	sh := Load(Param("shuf"), GP64())
+	mask := ZMM()
+	VMOVDQU64(Mem{Base: sh}, mask)
+	Label("blocksn_loop")
+	TESTQ(blocks, blocks)
+	JZ(LabelRef("blocksn_done"))
+	// Quadrant (h, g): rows 16h .. 16h+15 of W (64 bytes at 64h of each pair row), pair rows 8g .. 8g+7 of
+	// the stored block; it becomes rows 8h .. 8h+7 of the new block at byte 64g.
+	for h := 0; h < 2; h++ {
+		for g := 0; g < 2; g++ {
+			r := make([]reg.VecVirtual, 8)
+			for p := range r {
+				r[p] = ZMM()
+				VMOVDQU64(Mem{Base: src, Disp: (8*g+p)*128 + 64*h}, r[p])
+				VPSHUFB(mask, r[p], r[p])
+			}
+			t := make([]reg.VecVirtual, 8)
+			for i := 0; i < 4; i++ {
+				t[2*i], t[2*i+1] = ZMM(), ZMM()
+				VPUNPCKLQDQ(r[2*i+1], r[2*i], t[2*i])
+				VPUNPCKHQDQ(r[2*i+1], r[2*i], t[2*i+1])
+			}
+			// t0 = lo(r0,r1), t1 = hi(r0,r1), t2 = lo(r2,r3), ...; u pairs lanes 0 and 2 (0x88) or 1 and 3 (0xDD).
+			u := make([]reg.VecVirtual, 8)
+			for i, s := range [][3]int{{0, 2, 0x88}, {0, 2, 0xDD}, {1, 3, 0x88}, {1, 3, 0xDD}, {4, 6, 0x88}, {4, 6, 0xDD}, {5, 7, 0x88}, {5, 7, 0xDD}} {
+				u[i] = ZMM()
+				VSHUFI64X2(Imm(uint64(s[2])), t[s[1]], t[s[0]], u[i])
+			}
+			// Column j of the quadrant (its rows' j-th 64-bit pairs): out0 from u0,u4 (0x88), out4 (0xDD), out2
+			// from u1,u5, out6, out1 from u2,u6, out5, out3 from u3,u7, out7.
+			for _, s := range [][4]int{{0, 0, 4, 0x88}, {4, 0, 4, 0xDD}, {2, 1, 5, 0x88}, {6, 1, 5, 0xDD}, {1, 2, 6, 0x88}, {5, 2, 6, 0xDD}, {3, 3, 7, 0x88}, {7, 3, 7, 0xDD}} {
+				o := ZMM()
+				VSHUFI64X2(Imm(uint64(s[3])), u[s[2]], u[s[1]], o)
+				VMOVDQU64(o, Mem{Base: dst, Disp: (8*h+s[0])*128 + 64*g})
+			}
+		}
+	}
+	ADDQ(stride, src)
+	ADDQ(U32(2048), dst)
+	DECQ(blocks)
+	JMP(LabelRef("blocksn_loop"))
+	Label("blocksn_done")
+	VZEROUPPER()
+	RET()
+}

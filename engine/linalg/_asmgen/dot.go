@@ -153,8 +153,36 @@ func dotPanel(s, g *strings.Builder) {
 	w("DECQ R15")
 	w("SHLQ $5, R15")
 	w("ADDQ %d(DI), R15", offLastRows)
+	// A tile is 8 rows, or for the last rows of a call that has fewer left, 4, 2 or 1 (the rows of a
+	// decoding step of one sequence, on weights held only in the pair layout): a tile's multiply-adds are as
+	// many as its rows, and 1 row on 8-row tiles ran 8 times the products of the weights it streams.
 	label("tile")
-	for z := 0; z < 16; z++ {
+	w("CMPQ R15, $4")
+	w("JG %s_tile8", name)
+	w("JE %s_tile4", name)
+	w("CMPQ R15, $2")
+	w("JG %s_tile4", name)
+	w("JE %s_tile2", name)
+	w("JMP %s_tile1", name)
+	for _, rows := range []int{8, 4, 2, 1} {
+		dotTileRows(w, label, name, rows)
+	}
+	// The next 8 rows of A and C.
+	label("next")
+	w("LEAQ (SI)(R10*8), SI")
+	w("LEAQ (DX)(R13*8), DX")
+	w("SUBQ $8, R15")
+	w("JG %s_tile", name)
+	w("SFENCE")
+	w("VZEROUPPER")
+	w("RET")
+}
+
+// dotTileRows writes dotPanel's tile of rows rows (8, or fewer for a call's last rows): accumulators Z0 ..
+// Z(2·rows−1), the panel's steps, and the epilogue that stores them, then on to dotPanel's next 8 rows.
+func dotTileRows(w func(format string, args ...any), label func(string), name string, rows int) {
+	label(fmt.Sprintf("tile%d", rows))
+	for z := 0; z < 2*rows; z++ {
 		w("VPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
 	w("MOVQ SI, AX")
@@ -185,12 +213,12 @@ func dotPanel(s, g *strings.Builder) {
 	w("SHLQ $11, R12")
 	w("ADDQ BX, R12")
 	w("CMPQ SI, %d(DI)", offA)
-	w("JNE %s_step", name)
+	w("JNE %s_step%d", name, rows)
 	for _, pf := range []bool{true, false} {
 		if pf {
-			label("stepfetch")
+			label(fmt.Sprintf("stepfetch%d", rows))
 		} else {
-			label("step")
+			label(fmt.Sprintf("step%d", rows))
 		}
 		// A step is 16 pair rows: 2 KiB of the panel, 64 bytes of each row of A.
 		for r := 0; r < 16; r++ {
@@ -202,7 +230,7 @@ func dotPanel(s, g *strings.Builder) {
 			}
 			w("VMOVDQU32 %d(BX), Z16", r*128)
 			w("VMOVDQU32 %d(BX), Z17", r*128+64)
-			for i := 0; i < 8; i++ {
+			for i := 0; i < rows; i++ {
 				a := 18 + i%4
 				w("VPBROADCASTD %s, Z%d", rowMem(i, 4*r), a)
 				w("%s // VDPBF16PS Z16, Z%d, Z%d", vdpbf16ps(2*i, 16, a), a, 2*i)
@@ -215,31 +243,31 @@ func dotPanel(s, g *strings.Builder) {
 		if pf {
 			w("ADDQ $2048, R12")
 			w("DECQ CX")
-			w("JNZ %s_stepfetch", name)
-			w("JMP %s_epilogue", name)
+			w("JNZ %s_stepfetch%d", name, rows)
+			w("JMP %s_epilogue%d", name, rows)
 		} else {
 			w("DECQ CX")
-			w("JNZ %s_step", name)
+			w("JNZ %s_step%d", name, rows)
 		}
 	}
-	label("epilogue")
-	// CX: the tile's rows of C, min(8, rows left); R12 walks them.
-	w("MOVQ $8, CX")
+	label(fmt.Sprintf("epilogue%d", rows))
+	// CX: the tile's rows of C, min(rows, rows left); R12 walks them.
+	w("MOVQ $%d, CX", rows)
 	w("CMPQ R15, CX")
 	w("CMOVQLT R15, CX")
 	w("MOVQ DX, R12")
 	w("CMPQ %d(DI), $0", offStream)
-	w("JNE %s_stream", name)
-	for i := 0; i < 8; i++ {
+	w("JNE %s_stream%d", name, rows)
+	for i := 0; i < rows; i++ {
 		w("VMULPS Z30, Z%d, Z%d", 2*i, 2*i)
 		w("VMULPS Z30, Z%d, Z%d", 2*i+1, 2*i+1)
 		w("TESTL R14, R14")
-		w("JZ %s_store%d", name, i)
+		w("JZ %s_store%d_%d", name, rows, i)
 		w("VMOVUPS.Z (R12), K1, Z26")
 		w("VFMADD231PS Z31, Z26, Z%d", 2*i)
 		w("VMOVUPS.Z 64(R12), K2, Z27")
 		w("VFMADD231PS Z31, Z27, Z%d", 2*i+1)
-		label(fmt.Sprintf("store%d", i))
+		label(fmt.Sprintf("store%d_%d", rows, i))
 		w("VMOVUPS Z%d, K1, (R12)", 2*i)
 		w("VMOVUPS Z%d, K2, 64(R12)", 2*i+1)
 		w("ADDQ R13, R12")
@@ -248,8 +276,8 @@ func dotPanel(s, g *strings.Builder) {
 	}
 	w("JMP %s_next", name)
 	// Streaming (beta 0, whole 64-byte aligned rows of 32 columns, the caller says so): see amxPanel.
-	label("stream")
-	for i := 0; i < 8; i++ {
+	label(fmt.Sprintf("stream%d", rows))
+	for i := 0; i < rows; i++ {
 		w("VMULPS Z30, Z%d, Z%d", 2*i, 2*i)
 		w("VMULPS Z30, Z%d, Z%d", 2*i+1, 2*i+1)
 		w("VMOVNTPS Z%d, (R12)", 2*i)
@@ -258,13 +286,5 @@ func dotPanel(s, g *strings.Builder) {
 		w("DECQ CX")
 		w("JZ %s_next", name)
 	}
-	// The next 8 rows of A and C.
-	label("next")
-	w("LEAQ (SI)(R10*8), SI")
-	w("LEAQ (DX)(R13*8), DX")
-	w("SUBQ $8, R15")
-	w("JG %s_tile", name)
-	w("SFENCE")
-	w("VZEROUPPER")
-	w("RET")
+	w("JMP %s_next", name)
 }

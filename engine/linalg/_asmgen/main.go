@@ -46,6 +46,7 @@ func main() {
 	widenT8()
 	dotShift()
 	packPairs()
+	pairBlocksN()
 	Generate()
 	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {
 		if err := write(); err != nil {
