@@ -70,25 +70,12 @@ func (p *PackedPairs) Row(i int, dst []float32) {
 	}
 }
 
-// Dims are W's rows and columns.
-func (p *PackedPairs) Dims() (n, k int) { return p.n, p.k }
-
 // SgemmPackedPairsN computes C = alpha·A·W + beta·C for the m × n row-major A (stride lda) and the packed n × k
 // W, into the m × k C (stride ldc): the input gradient dy·W of a product x·Wᵀ, on the pair products with
 // A's rows rounded to bfloat16 (SgemmBF16Train's numerics), W's blocks transposed from the packed layout as
 // the product goes, so that no row-major copy of W need be kept.
 func SgemmPackedPairsN(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int) {
-	n, k := p.n, p.k
-	checkMatrix("A", false, m, n, a, lda)
-	checkMatrix("C", false, m, k, c, ldc)
-	if m <= 0 {
-		return
-	}
-	if alpha == 0 {
-		scaleMatrix(m, k, beta, c, ldc)
-		return
-	}
-	pairProducts(false, m, k, n, alpha, a, lda, nil, 0, p, beta, c, ldc)
+	p.product(false, m, alpha, a, lda, beta, c, ldc)
 }
 
 // Bytes is the memory the packed matrix takes.
@@ -98,17 +85,25 @@ func (p *PackedPairs) Bytes() int64 { return int64(len(p.data)) * 2 }
 // W, into the m × n C (stride ldc), with the pair products: A's rows rounded to bfloat16, sums in float32
 // (SgemmBF16Train's and SgemmBF16Infer's numerics).
 func SgemmPackedPairs(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int) {
-	n, k := p.n, p.k
-	checkMatrix("A", false, m, k, a, lda)
-	checkMatrix("C", false, m, n, c, ldc)
+	p.product(true, m, alpha, a, lda, beta, c, ldc)
+}
+
+// product is SgemmPackedPairs (transB: A·Wᵀ, A m × k) or SgemmPackedPairsN (A·W, A m × n).
+func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int) {
+	in, out := p.k, p.n
+	if !transB {
+		in, out = p.n, p.k
+	}
+	checkMatrix("A", false, m, in, a, lda)
+	checkMatrix("C", false, m, out, c, ldc)
 	if m <= 0 {
 		return
 	}
 	if alpha == 0 {
-		scaleMatrix(m, n, beta, c, ldc)
+		scaleMatrix(m, out, beta, c, ldc)
 		return
 	}
-	pairProducts(true, m, n, k, alpha, a, lda, nil, 0, p, beta, c, ldc)
+	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc)
 }
 
 // amxPeakLoop, when set, runs iterations of 8 TDPBF16PS on register tiles (AMXLoop).
