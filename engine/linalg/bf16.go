@@ -71,13 +71,10 @@ var pairsKernel string
 // training's and chat's, so that a layout packed for the blocked kernel (PackBF16) would never be read.
 func PairsServeBatches() bool { return pairProducts != nil && bf16Train.Load() && bf16Dot.Load() }
 
-// pairsMinRows is the fewest rows of A a product takes to the pair products: fewer leave most of an AMX
-// tile's 16 rows (a dotPanel tile's 8) empty, and the register tiles over the row-major weights do as well.
+// pairsMinRows is the fewest rows of A a product over row-major weights takes to the pair products: fewer
+// leave most of an AMX tile's 16 rows (a dotPanel tile's 8) empty, and the register tiles over the row-major
+// weights do as well. (Weights held only in the pair layout, SgemmPackedPairs, take any number.)
 const pairsMinRows = 8
-
-// PairsMinRows is the fewest rows of A that SgemmPackedPairs is worth calling for (the other products decide for
-// themselves).
-const PairsMinRows = pairsMinRows
 
 // pairsTake reports whether sgemmPairs can compute the product: row-major A, a contraction of at least one
 // tile's 32 values, and for op(B) = Bᵀ whole 32-bit pairs of B's rows.
@@ -130,7 +127,7 @@ func checkBF16Product(name string, transA, transB bool, m, n, k int, a []float32
 // multiplies them with the weights in bfloat16 dot products, accumulated in float32 — twice the multiply-adds
 // per instruction, at the cost of the activations' rounding (a relative 2⁻⁹ per value; logits and log-probabilities
 // moved by at most 0.0072 at SmolLM2-135M's width, engine/model's TestBF16DotLogits). Products of
-// PairsMinRows rows or more (any number, prefilling too) take the pair products (AMX tiles, or the VDPBF16PS
+// pairsMinRows rows or more (any number, prefilling too) take the pair products (AMX tiles, or the VDPBF16PS
 // panel tiles), with the same rounding.
 // Training's products take SgemmBF16Train.
 func SgemmBF16Infer(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int,

@@ -136,7 +136,7 @@ func TestPackedForTheTiles(t *testing.T) {
 			t.Errorf("%s: the head is packed: %v, its row-major copy kept: %v", name, o.pairs != nil, o.BF16 != nil)
 		}
 		seqs := [][]int{{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, {2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5}}
-		// As many rows as the pair products take from the row-major weights (PairsMinRows); the packed
+		// As many rows as the pair products take from the row-major weights (8 or more); the packed
 		// weights take fewer rows too, each row rounded and summed as in a batch, so that a row's logits do
 		// not depend on the rows computed with it.
 		rows := []int{1, 4, 5, 7, 11, 13, 16, 17, 19, 23}
