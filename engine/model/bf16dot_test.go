@@ -28,13 +28,7 @@ func TestBF16DotLogits(t *testing.T) {
 		t.Skip("no avx512_bf16")
 	}
 	defer linalg.SetBF16Dot(false)
-	cfg := smolLM2
-	cfg.VocabSize, cfg.Layers = 4096, 8
-	w32, err := NewWeights(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w32.Init(3)
+	w32 := smallDotModel(t)
 	w := w32.ToBF16()
 	ctx := context.Background()
 	const batch = 8
@@ -56,23 +50,42 @@ func TestBF16DotLogits(t *testing.T) {
 		}
 		return out
 	}
-	dot, exact := logits(true), logits(false)
+	checkLogitShift(t, "bfloat16 dot products", logits(true), logits(false), w.Cfg.VocabSize)
+}
+
+// smallDotModel is the float32 model TestBF16DotLogits and TestPairsOneRowLogits round: SmolLM2-135M's width,
+// 8 layers, its vocabulary cut to 4,096.
+func smallDotModel(t *testing.T) *Weights {
+	t.Helper()
+	cfg := smolLM2
+	cfg.VocabSize, cfg.Layers = 4096, 8
+	w32, err := NewWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w32.Init(3)
+	return w32
+}
+
+// checkLogitShift logs the largest change of a logit and of a log-probability between got and want (rows of
+// V logits each) and fails past 0.05, or when nothing changed (the path under test was not taken).
+func checkLogitShift(t *testing.T, what string, got, want []float32, V int) {
+	t.Helper()
 	var maxLogit, maxLogprob float64
-	V := cfg.VocabSize
-	for b := range batch {
-		lseD, lseE := logSumExp(dot[b*V:(b+1)*V]), logSumExp(exact[b*V:(b+1)*V])
+	for b := 0; b < len(want)/V; b++ {
+		lseG, lseW := logSumExp(got[b*V:(b+1)*V]), logSumExp(want[b*V:(b+1)*V])
 		for j := range V {
-			d, e := float64(dot[b*V+j]), float64(exact[b*V+j])
-			maxLogit = max(maxLogit, math.Abs(d-e))
-			maxLogprob = max(maxLogprob, math.Abs((d-lseD)-(e-lseE)))
+			g, w := float64(got[b*V+j]), float64(want[b*V+j])
+			maxLogit = max(maxLogit, math.Abs(g-w))
+			maxLogprob = max(maxLogprob, math.Abs((g-lseG)-(w-lseW)))
 		}
 	}
-	t.Logf("bfloat16 dot products: max |Δlogit| %.4f, max |Δlogprob| %.4f over %d×%d logits", maxLogit, maxLogprob, batch, V)
+	t.Logf("%s: max |Δlogit| %.4f, max |Δlogprob| %.4f over %d×%d logits", what, maxLogit, maxLogprob, len(want)/V, V)
 	if maxLogit > 0.05 || maxLogprob > 0.05 {
-		t.Fatalf("bfloat16 dot products moved a logit by %.4f and a logprob by %.4f, past 0.05", maxLogit, maxLogprob)
+		t.Fatalf("%s moved a logit by %.4f and a logprob by %.4f, past 0.05", what, maxLogit, maxLogprob)
 	}
 	if maxLogit == 0 {
-		t.Fatal("bfloat16 dot products changed nothing: the path was not taken")
+		t.Fatalf("%s changed nothing: the path was not taken", what)
 	}
 }
 
@@ -87,13 +100,7 @@ func TestPairsOneRowLogits(t *testing.T) {
 	defer linalg.SetBF16Train(false)
 	linalg.SetBF16Dot(true)
 	defer linalg.SetBF16Dot(false)
-	cfg := smolLM2
-	cfg.VocabSize, cfg.Layers = 4096, 8
-	w32, err := NewWeights(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w32.Init(3)
+	w32 := smallDotModel(t)
 	plain, packed := w32.ToBF16(), w32.ToBF16()
 	packed.Pack()
 	if !packed.pairsOnly {
@@ -113,21 +120,7 @@ func TestPairsOneRowLogits(t *testing.T) {
 	}
 	got := logits(packed)
 	linalg.SetBF16Dot(false) // the row-major weights' one-row products in float32
-	want := logits(plain)
-	lseG, lseW := logSumExp(got), logSumExp(want)
-	var maxLogit, maxLogprob float64
-	for j := range want {
-		g, w := float64(got[j]), float64(want[j])
-		maxLogit = max(maxLogit, math.Abs(g-w))
-		maxLogprob = max(maxLogprob, math.Abs((g-lseG)-(w-lseW)))
-	}
-	t.Logf("one row on the pair layout: max |Δlogit| %.4f, max |Δlogprob| %.4f over %d logits", maxLogit, maxLogprob, len(want))
-	if maxLogit > 0.05 || maxLogprob > 0.05 {
-		t.Fatalf("the pair layout moved a logit by %.4f and a logprob by %.4f, past 0.05", maxLogit, maxLogprob)
-	}
-	if maxLogit == 0 {
-		t.Fatal("the pair layout changed nothing: the path was not taken")
-	}
+	checkLogitShift(t, "one row on the pair layout", got, logits(plain), w32.Cfg.VocabSize)
 }
 
 func logSumExp(x []float32) float64 {
