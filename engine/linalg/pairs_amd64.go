@@ -110,10 +110,12 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	// Fewer rows than a tile's (a decoding step of one sequence on weights held only in the pair layout) do
 	// little arithmetic per byte of the weights: they are split by those bytes, as other streaming products
 	// are, or a matrix-vector product would run at one core's bandwidth.
-	workers, release := acquireWorkers(m, n, k)
+	var workers int
+	var release func()
 	if m < pairsMinRows {
-		release()
 		workers, release = acquireStreamWorkers(2 * n * k)
+	} else {
+		workers, release = acquireWorkers(m, n, k)
 	}
 	defer release()
 	// Workers claim runs of panels: one claim per panel of an LM head (thousands) made the claims' shared
