@@ -94,11 +94,23 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		rmsNormBack(sc.dsub, normGrad(gl, normPostMLP), dx, lc.d, ly.PostMLPNorm, lc.r4, c.Dim, off)
 		dOut = sc.dsub
 	}
+	// The layer's h1, h2 and a shared one buffer in the forward pass (Pass.hbuf): each is recomputed here,
+	// bit for bit, when a gradient reads it.
+	if p.readsInput(ModDown, lc, g) {
+		if c.GeluTanh {
+			geglu(lc.a, lc.g, lc.u, c.Hidden)
+		} else {
+			swiglu(lc.a, lc.g, lc.u, c.Hidden)
+		}
+	}
 	p.linearBack(l, ModDown, lc, lc.a, dOut, da, 0, g, true)
 	if c.GeluTanh {
 		gegluBack(dg, du, da, lc.g, lc.u, c.Hidden)
 	} else {
 		swigluBack(dg, du, da, lc.g, lc.u, c.Hidden)
+	}
+	if p.readsInput(ModGate, lc, g) || p.readsInput(ModUp, lc, g) {
+		rmsNormApply(lc.h2, lc.x2, ly.MLPNorm, lc.r2, c.Dim, off)
 	}
 	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
 	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
@@ -128,6 +140,9 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		rmsNormBack(sc.dkr, gk, dk, lc.kraw, ly.KNorm, lc.rk, c.HeadDim, off)
 		dq, dk = sc.dqr, sc.dkr
 	}
+	if p.readsInput(ModQ, lc, g) || p.readsInput(ModK, lc, g) || p.readsInput(ModV, lc, g) {
+		rmsNormApply(lc.h1, lc.x, ly.AttnNorm, lc.r1, c.Dim, off)
+	}
 	dh1 := sc.dh
 	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
 	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
@@ -151,6 +166,12 @@ func normGrad(gl *Layer, which int) []float32 {
 		return nil
 	}
 	return [...][]float32{gl.AttnNorm, gl.MLPNorm, gl.PostAttnNorm, gl.PostMLPNorm}[which]
+}
+
+// readsInput says whether linearBack of projection m reads its input x: for full-weight gradients, or
+// for the adapter's A gradient when no dropout kept a copy of its own.
+func (p *Pass) readsInput(m int, lc *layerCache, g Grads) bool {
+	return g.W != nil || g.L != nil && p.lora != nil && p.lora.Targets[m] && lc.xd[m] == nil
 }
 
 // linearBack propagates dy through projection m: dx = beta·dx + dy·W (+ LoRA path) when needDX, and adds

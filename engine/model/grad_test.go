@@ -207,3 +207,28 @@ func TestLoRAGradients(t *testing.T) {
 		}
 	}
 }
+
+// TestRMSNormApply: the norm's output that backward recomputes from the input and its kept 1/rms is
+// rmsNormTo's, bit for bit, with and without Gemma's offset gains: the LoRA gradients read it in place of a
+// kept copy.
+func TestRMSNormApply(t *testing.T) {
+	const rows, dim = 37, 96
+	rng := rand.New(rand.NewSource(5))
+	x, g := make([]float32, rows*dim), make([]float32, dim)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64()) * 3
+	}
+	for i := range g {
+		g[i] = float32(rng.NormFloat64())
+	}
+	for _, off := range []float32{0, 1} {
+		want, got, r := make([]float32, rows*dim), make([]float32, rows*dim), make([]float32, rows)
+		rmsNormTo(want, x, g, r, nil, dim, 1e-6, off, false)
+		rmsNormApply(got, x, g, r, dim, off)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("offset %g: value %d recomputed as %g, the forward pass had %g", off, i, got[i], want[i])
+			}
+		}
+	}
+}

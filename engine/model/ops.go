@@ -137,6 +137,25 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	})
 }
 
+// rmsNormApply writes y = x·r·(off+g) with the 1/rms r that rmsNormTo kept: its output again, bit for bit.
+func rmsNormApply(y, x, g, r []float32, dim int, off float32) {
+	g = g[:dim]
+	linalg.ParallelRows(len(r), len(r)*dim*2, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			xr, yr, inv := x[t*dim:t*dim+dim], y[t*dim:t*dim+dim], r[t]
+			if off == 0 {
+				for i, v := range g {
+					yr[i] = xr[i] * inv * v
+				}
+				continue
+			}
+			for i, v := range g {
+				yr[i] = xr[i] * inv * (off + v)
+			}
+		}
+	})
+}
+
 // rmsNormBack adds to dx the gradient through y = x·r·(off+g) given dy, and to dg (when non-nil)
 // Σ dy·x·r: dx = r·(dy·g') − x·r³·mean((dy·g')·x) with g' = off + g.
 func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int, off float32) {
