@@ -88,7 +88,7 @@ func prefixFamilies(seqs []Sequence, share bool) []family {
 // microBatches splits seqs into the sequences of consecutive training passes whose memory fits the
 // activation budget (a sequence that alone does not fit forms its own pass). With share, sequences that
 // start with the same tokens share them (prefixFamilies): a pass holds the shared prefix once, before the
-// family's members in it.
+// family's members in it, and a family that fits one pass is not split across two.
 func (t *Trainer) microBatches(seqs []Sequence, share bool) [][]passSeq {
 	l, c := t.adapter.lora, t.base.w.Cfg
 	bytes := func(T, P int) int64 { return model.TrainSeqBytes(c, l.Rank, l.Targets, l.Dropout > 0, T, P) }
@@ -97,6 +97,17 @@ func (t *Trainer) microBatches(seqs []Sequence, share bool) [][]passSeq {
 	var used int64
 	for _, f := range prefixFamilies(seqs, share) {
 		root := -1 // the family's prefix in cur
+		if len(f.members) > 1 && len(cur) > 0 {
+			// A family that fits a pass of its own is not split across two: the second would pass its
+			// prefix again.
+			need := bytes(f.n, 0)
+			for _, si := range f.members {
+				need += bytes(len(seqs[si].Tokens)-f.n, f.n)
+			}
+			if used+need > t.budget && need <= t.budget {
+				out, cur, used = append(out, cur), nil, 0
+			}
+		}
 		for _, si := range f.members {
 			toks := seqs[si].Tokens
 			if len(f.members) == 1 {

@@ -54,7 +54,8 @@ func groupedRLBatch(groups, n, vocab int, seed int64) []RLSample {
 // per group and micro-batch (microBatches) — each group's own prompt, not just the system prompt all share,
 // though the rollouts come interleaved — and give the loss, metrics, gradients and updated adapter of the
 // same steps with every sequence passed whole; also when micro-batches split the groups (one rollout each,
-// or a group across two).
+// or a group across two), and when a pass has room for one group only (each group then gets a pass of its
+// own rather than being split across two with its prompt passed twice).
 func TestSharedPrompts(t *testing.T) {
 	ctx := context.Background()
 	b := tinyBase(t, 11)
@@ -91,6 +92,16 @@ func TestSharedPrompts(t *testing.T) {
 	}
 	// Room for the first group's prompt and two of its rollouts.
 	groupSplit := bytes(n0, 0) + bytes(len(seqs[0].Tokens)-n0, n0) + bytes(len(seqs[3].Tokens)-n0, n0)
+	// Room for the largest group, prompt and rollouts, but not for two.
+	var groupWhole int64
+	for g := 0; g < 3; g++ {
+		ng := shareable(seqs[g])
+		need := bytes(ng, 0)
+		for r := g; r < 12; r += 3 {
+			need += bytes(len(seqs[r].Tokens)-ng, ng)
+		}
+		groupWhole = max(groupWhole, need)
+	}
 	for name, step := range stepKinds(ctx, batch) {
 		t.Run(name, func(t *testing.T) {
 			whole := liveTrainer(t, b)
@@ -102,13 +113,15 @@ func TestSharedPrompts(t *testing.T) {
 			if wst["loss"] == 0 || wst["grad_norm"] == 0 {
 				t.Fatalf("degenerate step: %v", wst)
 			}
-			for _, split := range []string{"one pass", "one rollout a pass", "a group across passes"} {
+			for _, split := range []string{"one pass", "one rollout a pass", "a group across passes", "a group a pass"} {
 				tr := liveTrainer(t, b)
 				switch split {
 				case "one rollout a pass":
 					tr.SetActivationBudget(1)
 				case "a group across passes":
 					tr.SetActivationBudget(groupSplit)
+				case "a group a pass":
+					tr.SetActivationBudget(groupWhole)
 				}
 				n, passes, prefixes := passed(tr)
 				switch split {
@@ -123,6 +136,10 @@ func TestSharedPrompts(t *testing.T) {
 				case "a group across passes":
 					if passes < 2 || prefixes <= 3 {
 						t.Fatalf("%s: %d passes, %d prefixes", split, passes, prefixes)
+					}
+				case "a group a pass": // no group split between two passes, so no prompt passed twice
+					if passes < 3 || prefixes != 3 || n != shared {
+						t.Fatalf("%s: %d passes of %d tokens, %d prefixes; want 3 or more of %d, 3", split, passes, n, prefixes, shared)
 					}
 				}
 				st, err := step(tr)
