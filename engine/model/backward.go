@@ -87,7 +87,7 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	}
 	off := c.normOffset()
 	// MLP: out = x2 + down(act(gate(h2))·up(h2)) (with SandwichNorm: x2 + norm(down(…))), h2 = norm(x2).
-	da, dg, du, dh2 := sc.da, sc.dg, sc.du, sc.dh
+	da, dh2 := sc.da, sc.dh
 	dOut := dx
 	if c.SandwichNorm {
 		clear(sc.dsub)
@@ -104,10 +104,12 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		}
 	}
 	p.linearBack(l, ModDown, lc, lc.a, dOut, da, 0, g, true)
+	// The gate's and up's gradients replace their outputs (read for the last time here).
+	dg, du := lc.g, lc.u
 	if c.GeluTanh {
-		gegluBack(dg, du, da, lc.g, lc.u, c.Hidden)
+		gegluBack(dg, du, da, c.Hidden)
 	} else {
-		swigluBack(dg, du, da, lc.g, lc.u, c.Hidden)
+		swigluBack(dg, du, da, c.Hidden)
 	}
 	if p.readsInput(ModGate, lc, g) || p.readsInput(ModUp, lc, g) {
 		rmsNormApply(lc.h2, lc.x2, ly.MLPNorm, lc.r2, c.Dim, off)
@@ -325,14 +327,14 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 
 // backScratch holds the per-layer gradient buffers, reused by every layer of one Backward.
 type backScratch struct {
-	da, dg, du, dh, datt, dq, dk, dv []float32
-	dqr, dkr                         []float32 // QKNorm: gradients w.r.t. the projections' outputs
-	dsub                             []float32 // SandwichNorm: gradient w.r.t. a sublayer's output before its norm
+	da, dh, datt, dq, dk, dv []float32
+	dqr, dkr                 []float32 // QKNorm: gradients w.r.t. the projections' outputs
+	dsub                     []float32 // SandwichNorm: gradient w.r.t. a sublayer's output before its norm
 }
 
 func (p *Pass) newBackScratch() *backScratch {
 	c, ar, N := p.w.Cfg, p.opt.Arena, p.N
-	sc := &backScratch{da: ar.dirty(N * c.Hidden), dg: ar.dirty(N * c.Hidden), du: ar.dirty(N * c.Hidden),
+	sc := &backScratch{da: ar.dirty(N * c.Hidden),
 		dh: ar.dirty(N * c.Dim), datt: ar.dirty(N * c.QDim()), dq: ar.dirty(N * c.QDim()),
 		dk: ar.dirty(N * c.KVDim()), dv: ar.dirty(N * c.KVDim())}
 	if c.QKNorm {

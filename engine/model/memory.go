@@ -28,8 +28,9 @@ func trainTokenBytes(c Config, rank int, targets [NumModules]bool, dropout bool)
 	// Per token: the embedding; per layer the kept activations (two residual copies, q, k, v, att, gate,
 	// up, two norm scales, the LoRA bottlenecks and dropout masks) and, in Backward, the LoRA bottleneck
 	// gradients; the buffer all layers' h1, h2 and act take turns in (Pass.hbuf); the final norm (scale,
-	// output), the hidden-state and residual gradients and the backward scratch shared by all layers.
-	perToken := D + L*(2*D+2*QD+2*KVD+2*H+2+2*lu+drop) + max(D, H) + 1 + D + 2*D + 3*H + D + 2*QD + 2*KVD
+	// output), the hidden-state and residual gradients and the backward scratch shared by all layers (the
+	// gate's and up's gradients take their outputs' place).
+	perToken := D + L*(2*D+2*QD+2*KVD+2*H+2+2*lu+drop) + max(D, H) + 1 + D + 2*D + H + D + 2*QD + 2*KVD
 	if c.QKNorm { // per layer the queries and keys before their norms and the norms' scales; their gradients
 		perToken += L*(QD+KVD+int64(c.Heads+c.KVHeads)) + QD + KVD
 	}
