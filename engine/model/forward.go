@@ -268,11 +268,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	rmsNormTo(lc.h2, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps, off, false)
 	p.linear(l, ModGate, lc, lc.h2, lc.g, 0)
 	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
-	if c.GeluTanh {
-		geglu(lc.a, lc.g, lc.u, c.Hidden)
-	} else {
-		swiglu(lc.a, lc.g, lc.u, c.Hidden)
-	}
+	gatedActivation(c, lc.a, lc.g, lc.u)
 	if c.SandwichNorm {
 		p.linear(l, ModDown, lc, lc.a, lc.d, 0)
 		rmsNormTo(out, lc.d, ly.PostMLPNorm, lc.r4, nil, c.Dim, c.NormEps, off, true)

@@ -116,19 +116,12 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 			inv := float32(1 / math.Sqrt(float64(linalg.Dot(xr, xr)/float32(dim)+eps)))
 			r[t] = inv
 			yr := y[t*dim : t*dim+dim]
-			switch {
-			case off == 0 && !add:
-				for i, v := range g {
-					yr[i] = xr[i] * inv * v
-				}
-			case add:
+			if add {
 				for i, v := range g {
 					yr[i] += xr[i] * inv * (off + v)
 				}
-			default:
-				for i, v := range g {
-					yr[i] = xr[i] * inv * (off + v)
-				}
+			} else {
+				normRow(yr, xr, g, inv, off)
 			}
 			if cp != nil {
 				copy(cp[t*dim:t*dim+dim], xr)
@@ -137,23 +130,28 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	})
 }
 
-// rmsNormApply writes y = x·r·(off+g) with the 1/rms r that rmsNormTo kept: its output again, bit for bit.
+// rmsNormApply writes y = x·r·(off+g) with the 1/rms r that rmsNormTo kept: its output again, bit for bit
+// (both write a row with normRow).
 func rmsNormApply(y, x, g, r []float32, dim int, off float32) {
 	g = g[:dim]
 	linalg.ParallelRows(len(r), len(r)*dim*2, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			xr, yr, inv := x[t*dim:t*dim+dim], y[t*dim:t*dim+dim], r[t]
-			if off == 0 {
-				for i, v := range g {
-					yr[i] = xr[i] * inv * v
-				}
-				continue
-			}
-			for i, v := range g {
-				yr[i] = xr[i] * inv * (off + v)
-			}
+			normRow(y[t*dim:t*dim+dim], x[t*dim:t*dim+dim], g, r[t], off)
 		}
 	})
+}
+
+// normRow writes the normed row y = x·inv·(off+g) (x·inv·g without offset gains).
+func normRow(y, x, g []float32, inv, off float32) {
+	if off == 0 {
+		for i, v := range g {
+			y[i] = x[i] * inv * v
+		}
+		return
+	}
+	for i, v := range g {
+		y[i] = x[i] * inv * (off + v)
+	}
 }
 
 // rmsNormBack adds to dx the gradient through y = x·r·(off+g) given dy, and to dg (when non-nil)
@@ -209,6 +207,15 @@ func swiglu(a, g, u []float32, w int) {
 			}
 		}
 	})
+}
+
+// gatedActivation writes the MLP's a = act(g)·u over rows of width c.Hidden: GeGLU or SwiGLU as c says.
+func gatedActivation(c Config, a, g, u []float32) {
+	if c.GeluTanh {
+		geglu(a, g, u, c.Hidden)
+	} else {
+		swiglu(a, g, u, c.Hidden)
+	}
 }
 
 // swigluBack overwrites g with dg and u with du given da, over rows of width w (the layer's gate and up
