@@ -95,7 +95,7 @@ func TestSgemmPackedBF16(t *testing.T) {
 }
 
 // BenchmarkPackedBF16 sets the packed product against SgemmBF16 on the row-major weights, on a SmolLM2-135M
-// MLP matrix (1536 × 576) for a decoding batch's rows and a training step's 4,096 tokens.
+// MLP matrix (1536 × 576) for a decoding batch's rows, a training pass's 1,147 and a step's 4,096 tokens.
 //
 //	go test -run '^$' -bench PackedBF16 ./engine/linalg/
 func BenchmarkPackedBF16(b *testing.B) {
@@ -104,7 +104,7 @@ func BenchmarkPackedBF16(b *testing.B) {
 	w := make([]uint16, n*k)
 	RoundBF16(w, randVec(rng, n*k))
 	p := PackBF16(n, k, w, k)
-	for _, m := range []int{1, 2, 4, 8, 16, 32, 64, 4096} {
+	for _, m := range []int{1, 2, 4, 8, 16, 32, 64, 1147, 4096} {
 		a := randVec(rng, m*k)
 		c := make([]float32, m*n)
 		flops := 2 * float64(m*n*k)
