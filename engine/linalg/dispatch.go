@@ -7,6 +7,7 @@ var (
 	dotSh   = dotShiftGeneric
 	axpy    = axpyGeneric
 	scale   = scaleGeneric
+	scMul   = scaleMulGeneric
 	expSum  = expSumGeneric
 	sigmoid = sigmoidGeneric
 	maxOf   = maxGeneric

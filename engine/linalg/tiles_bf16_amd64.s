@@ -4598,6 +4598,61 @@ dotshift_done:
 	MOVSS X2, ret+32(FP)
 	RET
 
+// func scaleMulAVX2(dst *float32, x *float32, w *float32, n int, s float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleMulAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         n+24(FP), BX
+	MOVSS        s+32(FP), X0
+	VBROADCASTSS X0, Y1
+	XORQ         SI, SI
+
+scalemul_32:
+	MOVQ    SI, DI
+	ADDQ    $0x20, DI
+	CMPQ    DI, BX
+	JG      scalemul_8
+	VMULPS  (CX)(SI*4), Y1, Y2
+	VMULPS  (DX)(SI*4), Y2, Y2
+	VMOVUPS Y2, (AX)(SI*4)
+	VMULPS  32(CX)(SI*4), Y1, Y2
+	VMULPS  32(DX)(SI*4), Y2, Y2
+	VMOVUPS Y2, 32(AX)(SI*4)
+	VMULPS  64(CX)(SI*4), Y1, Y2
+	VMULPS  64(DX)(SI*4), Y2, Y2
+	VMOVUPS Y2, 64(AX)(SI*4)
+	VMULPS  96(CX)(SI*4), Y1, Y2
+	VMULPS  96(DX)(SI*4), Y2, Y2
+	VMOVUPS Y2, 96(AX)(SI*4)
+	ADDQ    $0x20, SI
+	JMP     scalemul_32
+
+scalemul_8:
+	MOVQ    SI, DI
+	ADDQ    $0x08, DI
+	CMPQ    DI, BX
+	JG      scalemul_one
+	VMULPS  (CX)(SI*4), Y1, Y2
+	VMULPS  (DX)(SI*4), Y2, Y2
+	VMOVUPS Y2, (AX)(SI*4)
+	ADDQ    $0x08, SI
+	JMP     scalemul_8
+
+scalemul_one:
+	CMPQ   SI, BX
+	JGE    scalemul_done
+	VMULSS (CX)(SI*4), X0, X1
+	VMULSS (DX)(SI*4), X1, X1
+	VMOVSS X1, (AX)(SI*4)
+	INCQ   SI
+	JMP    scalemul_one
+
+scalemul_done:
+	VZEROUPPER
+	RET
+
 // func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32, idx *uint16)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·packPairs32AVX512(SB), NOSPLIT, $0-48

@@ -32,6 +32,16 @@ func Scale(alpha float32, x []float32) {
 	scale(alpha, x)
 }
 
+// ScaleMul sets dst[i] = (x[i]·s)·g[i], rounding each product to float32 in that order (an RMSNorm row:
+// x times its 1/rms, times the gains), so its values are the scalar loop's bit for bit; dst, x and g must
+// have the same length.
+func ScaleMul(dst, x, g []float32, s float32) {
+	if len(x) != len(dst) || len(g) != len(dst) {
+		panic(fmt.Sprintf("linalg.ScaleMul: lengths %d, %d and %d differ", len(dst), len(x), len(g)))
+	}
+	scMul(dst, x, g, s)
+}
+
 // Max returns the largest element of x (NaN if x holds one); x must not be empty.
 func Max(x []float32) float32 {
 	if len(x) == 0 {

@@ -60,6 +60,13 @@ func useSIMDVectors() {
 		}
 		scaleAVX2(alpha, &x[0], len(x))
 	}
+	scMul = func(dst, x, g []float32, s float32) {
+		if len(dst) == 0 {
+			return
+		}
+		_, _ = x[len(dst)-1], g[len(dst)-1]
+		scaleMulAVX2(&dst[0], &x[0], &g[0], len(dst), s)
+	}
 	expSum = func(dst, src []float32, shift float32) float32 {
 		if len(src) == 0 {
 			return 0

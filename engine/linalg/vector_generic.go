@@ -47,3 +47,11 @@ func dotShiftGeneric(x, y []float32, c float32) float32 {
 	}
 	return (s0 + s1) + (s2 + s3)
 }
+
+// scaleMulGeneric is the portable ScaleMul.
+func scaleMulGeneric(dst, x, g []float32, s float32) {
+	x, g = x[:len(dst)], g[:len(dst)]
+	for i := range dst {
+		dst[i] = x[i] * s * g[i]
+	}
+}

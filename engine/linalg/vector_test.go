@@ -55,6 +55,34 @@ func TestDotShift(t *testing.T) {
 	}
 }
 
+// TestScaleMul: the exported (AVX2 where the CPU has it) and portable forms give the scalar loop's
+// (x·s)·g bit for bit, at every length around the vector widths, and write nothing past dst.
+func TestScaleMul(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, n := range vectorLengths() {
+		x, g := randSlice(rng, n), randSlice(rng, n)
+		s := float32(rng.Float64()*3 - 1.5)
+		want := make([]float32, n)
+		for i := range want {
+			want[i] = x[i] * s * g[i]
+		}
+		for name, f := range map[string]func(dst, x, g []float32, s float32){"ScaleMul": ScaleMul, "generic": scaleMulGeneric} {
+			got := make([]float32, n+1)
+			got[n] = 7
+			f(got[:n], x, g, s)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: dst[%d] = %v, want %v", name, n, i, got[i], want[i])
+				}
+			}
+			if got[n] != 7 {
+				t.Fatalf("%s n=%d wrote past dst", name, n)
+			}
+		}
+	}
+}
+
 func TestAxpyScale(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(13, 14))

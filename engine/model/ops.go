@@ -110,6 +110,7 @@ func rmsNorm(y, x, g, r, cp []float32, dim int, eps float32) {
 // to y instead of written (a sublayer's output normed into the residual stream).
 func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	g = g[:dim]
+	gains := normGains(g, off)
 	linalg.ParallelRows(len(r), len(r)*dim*3, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			xr := x[t*dim : t*dim+dim]
@@ -117,11 +118,11 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 			r[t] = inv
 			yr := y[t*dim : t*dim+dim]
 			if add {
-				for i, v := range g {
-					yr[i] += xr[i] * inv * (off + v)
+				for i, v := range gains {
+					yr[i] += xr[i] * inv * v
 				}
 			} else {
-				normRow(yr, xr, g, inv, off)
+				normRow(yr, xr, gains, inv)
 			}
 			if cp != nil {
 				copy(cp[t*dim:t*dim+dim], xr)
@@ -133,25 +134,31 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 // rmsNormApply writes y = x·r·(off+g) with the 1/rms r that rmsNormTo kept: its output again, bit for bit
 // (both write a row with normRow).
 func rmsNormApply(y, x, g, r []float32, dim int, off float32) {
-	g = g[:dim]
+	gains := normGains(g[:dim], off)
 	linalg.ParallelRows(len(r), len(r)*dim*2, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			normRow(y[t*dim:t*dim+dim], x[t*dim:t*dim+dim], g, r[t], off)
+			normRow(y[t*dim:t*dim+dim], x[t*dim:t*dim+dim], gains, r[t])
 		}
 	})
 }
 
-// normRow writes the normed row y = x·inv·(off+g) (x·inv·g without offset gains).
-func normRow(y, x, g []float32, inv, off float32) {
+// normRow writes the normed row y = x·inv·gains, where gains are a norm's gains with their offset added
+// (normGains): (x·inv)·gain per value, as the scalar loop rounds it, in one vector pass.
+func normRow(y, x, gains []float32, inv float32) {
+	linalg.ScaleMul(y, x, gains, inv)
+}
+
+// normGains returns off + g: the gains a row is multiplied by (Gemma's 1 + g), rounded once as the scalar
+// expression x·inv·(off + g) rounded them for every row.
+func normGains(g []float32, off float32) []float32 {
 	if off == 0 {
-		for i, v := range g {
-			y[i] = x[i] * inv * v
-		}
-		return
+		return g
 	}
+	out := make([]float32, len(g))
 	for i, v := range g {
-		y[i] = x[i] * inv * (off + v)
+		out[i] = off + v
 	}
+	return out
 }
 
 // rmsNormBack adds to dx the gradient through y = x·r·(off+g) given dy, and to dg (when non-nil)

@@ -45,6 +45,7 @@ func main() {
 	packA6()
 	widenT8()
 	dotShift()
+	scaleMul()
 	packPairs()
 	pairBlocksN()
 	Generate()

@@ -76,3 +76,57 @@ func dotShift() {
 	Store(sum, ReturnIndex(0))
 	RET()
 }
+
+// scaleMul writes scaleMulAVX2: dst[i] = (x[i]·s)·g[i], each product rounded to float32 in that order, as
+// the scalar loop computes it (an RMSNorm row: x times its 1/rms, times the gains), so that the vector form
+// gives the loop's values bit for bit. 32 values an iteration, then 8, then one.
+func scaleMul() {
+	TEXT("scaleMulAVX2", NOSPLIT, "func(dst, x, w *float32, n int, s float32)")
+	Doc("scaleMulAVX2 sets dst[i] = (x[i]·s)·w[i] for i < n.")
+	dst := Load(Param("dst"), GP64())
+	x := Load(Param("x"), GP64())
+	g := Load(Param("w"), GP64()) // "g" names the goroutine register in Go assembly
+	n := Load(Param("n"), GP64())
+	ss := Load(Param("s"), XMM())
+	sv := YMM()
+	VBROADCASTSS(ss, sv)
+	i := GP64()
+	XORQ(i, i)
+	end := GP64()
+	Label("scalemul_32")
+	MOVQ(i, end)
+	ADDQ(Imm(32), end)
+	CMPQ(end, n)
+	JG(LabelRef("scalemul_8"))
+	for u := range 4 {
+		d := YMM()
+		VMULPS(Mem{Base: x, Index: i, Scale: 4, Disp: 32 * u}, sv, d)
+		VMULPS(Mem{Base: g, Index: i, Scale: 4, Disp: 32 * u}, d, d)
+		VMOVUPS(d, Mem{Base: dst, Index: i, Scale: 4, Disp: 32 * u})
+	}
+	ADDQ(Imm(32), i)
+	JMP(LabelRef("scalemul_32"))
+	Label("scalemul_8")
+	MOVQ(i, end)
+	ADDQ(Imm(8), end)
+	CMPQ(end, n)
+	JG(LabelRef("scalemul_one"))
+	d := YMM()
+	VMULPS(Mem{Base: x, Index: i, Scale: 4}, sv, d)
+	VMULPS(Mem{Base: g, Index: i, Scale: 4}, d, d)
+	VMOVUPS(d, Mem{Base: dst, Index: i, Scale: 4})
+	ADDQ(Imm(8), i)
+	JMP(LabelRef("scalemul_8"))
+	Label("scalemul_one")
+	CMPQ(i, n)
+	JGE(LabelRef("scalemul_done"))
+	t := XMM()
+	VMULSS(Mem{Base: x, Index: i, Scale: 4}, ss, t)
+	VMULSS(Mem{Base: g, Index: i, Scale: 4}, t, t)
+	VMOVSS(t, Mem{Base: dst, Index: i, Scale: 4})
+	INCQ(i)
+	JMP(LabelRef("scalemul_one"))
+	Label("scalemul_done")
+	VZEROUPPER()
+	RET()
+}
