@@ -8,6 +8,7 @@ var (
 	axpy    = axpyGeneric
 	scale   = scaleGeneric
 	scMul   = scaleMulGeneric
+	mulSh   = mulShiftGeneric
 	expSum  = expSumGeneric
 	sigmoid = sigmoidGeneric
 	maxOf   = maxGeneric

@@ -4653,6 +4653,66 @@ scalemul_done:
 	VZEROUPPER
 	RET
 
+// func mulShiftAVX2(y *float32, a *float32, n int, c float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·mulShiftAVX2(SB), NOSPLIT, $0-28
+	MOVQ         y+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVSS        c+24(FP), X0
+	VBROADCASTSS X0, Y1
+	XORQ         BX, BX
+
+mulshift_32:
+	MOVQ    BX, SI
+	ADDQ    $0x20, SI
+	CMPQ    SI, DX
+	JG      mulshift_8
+	VMOVUPS (AX)(BX*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  (CX)(BX*4), Y2, Y2
+	VMOVUPS Y2, (AX)(BX*4)
+	VMOVUPS 32(AX)(BX*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  32(CX)(BX*4), Y2, Y2
+	VMOVUPS Y2, 32(AX)(BX*4)
+	VMOVUPS 64(AX)(BX*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  64(CX)(BX*4), Y2, Y2
+	VMOVUPS Y2, 64(AX)(BX*4)
+	VMOVUPS 96(AX)(BX*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  96(CX)(BX*4), Y2, Y2
+	VMOVUPS Y2, 96(AX)(BX*4)
+	ADDQ    $0x20, BX
+	JMP     mulshift_32
+
+mulshift_8:
+	MOVQ    BX, SI
+	ADDQ    $0x08, SI
+	CMPQ    SI, DX
+	JG      mulshift_one
+	VMOVUPS (AX)(BX*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  (CX)(BX*4), Y2, Y2
+	VMOVUPS Y2, (AX)(BX*4)
+	ADDQ    $0x08, BX
+	JMP     mulshift_8
+
+mulshift_one:
+	CMPQ   BX, DX
+	JGE    mulshift_done
+	VMOVSS (AX)(BX*4), X1
+	VSUBSS X0, X1, X1
+	VMULSS (CX)(BX*4), X1, X1
+	VMOVSS X1, (AX)(BX*4)
+	INCQ   BX
+	JMP    mulshift_one
+
+mulshift_done:
+	VZEROUPPER
+	RET
+
 // func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32, idx *uint16)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·packPairs32AVX512(SB), NOSPLIT, $0-48

@@ -137,6 +137,9 @@ func dotShiftAVX2(x *float32, y *float32, n int, c float32) float32
 // scaleMulAVX2 sets dst[i] = (x[i]·s)·w[i] for i < n.
 func scaleMulAVX2(dst *float32, x *float32, w *float32, n int, s float32)
 
+// mulShiftAVX2 sets y[i] = a[i]·(y[i] − c) for i < n.
+func mulShiftAVX2(y *float32, a *float32, n int, c float32)
+
 // packPairs32AVX512 interleaves rows 2r and 2r+1 of src (bfloat16, stride ldb) over the 32 columns mask
 // keeps (zero elsewhere) into dst's 128-byte row r, for rows rows (an odd last row is paired with zeros);
 // idx holds the two VPERMT2W index vectors.

@@ -42,6 +42,16 @@ func ScaleMul(dst, x, g []float32, s float32) {
 	scMul(dst, x, g, s)
 }
 
+// MulShift sets y[i] = a[i]·(y[i] − c), the difference rounded to float32 before the product (a softmax
+// row's backward: the weights times their gradient less its dot product with them), as the scalar loop
+// rounds it; y and a must have the same length.
+func MulShift(y, a []float32, c float32) {
+	if len(a) != len(y) {
+		panic(fmt.Sprintf("linalg.MulShift: lengths %d and %d differ", len(y), len(a)))
+	}
+	mulSh(y, a, c)
+}
+
 // Max returns the largest element of x (NaN if x holds one); x must not be empty.
 func Max(x []float32) float32 {
 	if len(x) == 0 {

@@ -67,6 +67,13 @@ func useSIMDVectors() {
 		_, _ = x[len(dst)-1], g[len(dst)-1]
 		scaleMulAVX2(&dst[0], &x[0], &g[0], len(dst), s)
 	}
+	mulSh = func(y, a []float32, c float32) {
+		if len(y) == 0 {
+			return
+		}
+		_ = a[len(y)-1]
+		mulShiftAVX2(&y[0], &a[0], len(y), c)
+	}
 	expSum = func(dst, src []float32, shift float32) float32 {
 		if len(src) == 0 {
 			return 0

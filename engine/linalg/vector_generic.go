@@ -55,3 +55,11 @@ func scaleMulGeneric(dst, x, g []float32, s float32) {
 		dst[i] = x[i] * s * g[i]
 	}
 }
+
+// mulShiftGeneric is the portable MulShift.
+func mulShiftGeneric(y, a []float32, c float32) {
+	a = a[:len(y)]
+	for i, v := range a {
+		y[i] = v * (y[i] - c)
+	}
+}

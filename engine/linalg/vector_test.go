@@ -83,6 +83,33 @@ func TestScaleMul(t *testing.T) {
 	}
 }
 
+// TestMulShift: the exported (AVX2 where the CPU has it) and portable forms give the scalar loop's
+// a·(y − c) bit for bit, at every length around the vector widths, and write nothing past y.
+func TestMulShift(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, n := range vectorLengths() {
+		a, y := randSlice(rng, n), randSlice(rng, n)
+		c := float32(rng.Float64()*2 - 1)
+		want := make([]float32, n)
+		for i := range want {
+			want[i] = a[i] * (y[i] - c)
+		}
+		for name, f := range map[string]func(y, a []float32, c float32){"MulShift": MulShift, "generic": mulShiftGeneric} {
+			got := append(append([]float32(nil), y...), 7)
+			f(got[:n], a, c)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: y[%d] = %v, want %v", name, n, i, got[i], want[i])
+				}
+			}
+			if got[n] != 7 {
+				t.Fatalf("%s n=%d wrote past y", name, n)
+			}
+		}
+	}
+}
+
 func TestAxpyScale(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(13, 14))

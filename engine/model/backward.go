@@ -280,13 +280,7 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 					for g := range G {
 						x := (r*G + g) * W
 						ar, dr := A[x:x+a+1], dA[x:x+P+r1]
-						var dot float32
-						for j, av := range ar {
-							dot += av * dr[j]
-						}
-						for j, av := range ar {
-							dr[j] = av * (dr[j] - dot)
-						}
+						linalg.MulShift(dr[:a+1], ar, linalg.Dot(ar, dr[:a+1]))
 						clear(dr[a+1:])
 						if capped != nil {
 							lo := windowStart(a, win)

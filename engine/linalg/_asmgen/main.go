@@ -46,6 +46,7 @@ func main() {
 	widenT8()
 	dotShift()
 	scaleMul()
+	mulShift()
 	packPairs()
 	pairBlocksN()
 	Generate()
