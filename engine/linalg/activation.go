@@ -25,6 +25,41 @@ func Sigmoid(dst, x []float32) {
 	sigmoid(dst, x)
 }
 
+// MulProd sets a[i] = a[i]·(x[i]·y[i]), the inner product rounded first (a gated MLP's act(g)·(g·u), with
+// act(g) already in a), as the scalar loop rounds it; a, x and y must have the same length.
+func MulProd(a, x, y []float32) {
+	if len(x) != len(a) || len(y) != len(a) {
+		panic(fmt.Sprintf("linalg.MulProd: lengths %d, %d and %d differ", len(a), len(x), len(y)))
+	}
+	mulPr(a, x, y)
+}
+
+// SwiGLUGrad is SwiGLU's backward over a row, in place: given da and s = σ(g), it sets u to da·g·s and g to
+// da·u·s·(1 + g·(1 − s)) (from the values before), each operation rounded in that order; all four must
+// have the same length.
+func SwiGLUGrad(g, u, da, s []float32) {
+	if len(u) != len(g) || len(da) != len(g) || len(s) != len(g) {
+		panic(fmt.Sprintf("linalg.SwiGLUGrad: lengths %d, %d, %d and %d differ", len(g), len(u), len(da), len(s)))
+	}
+	swigluGr(g, u, da, s)
+}
+
+func mulProdGeneric(a, x, y []float32) {
+	x, y = x[:len(a)], y[:len(a)]
+	for i := range a {
+		a[i] *= x[i] * y[i]
+	}
+}
+
+func swigluGradGeneric(g, u, da, s []float32) {
+	u, da, s = u[:len(g)], da[:len(g)], s[:len(g)]
+	for i, gv := range g {
+		sv, uv := s[i], u[i]
+		u[i] = da[i] * gv * sv
+		g[i] = da[i] * uv * sv * (1 + gv*(1-sv))
+	}
+}
+
 // The exp below is shared by the generic paths and mirrors the assembly: x clamped to [expLo, expHi], split as
 // n·ln2 + r with |r| ≤ ln2/2, e^r by a polynomial (Cephes coefficients), 2^n put into the exponent bits.
 const (

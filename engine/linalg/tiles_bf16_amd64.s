@@ -4713,6 +4713,182 @@ mulshift_done:
 	VZEROUPPER
 	RET
 
+// func mulProdAVX2(a *float32, x *float32, y *float32, n int)
+// Requires: AVX
+TEXT ·mulProdAVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), BX
+	XORQ SI, SI
+
+mulprod_32:
+	MOVQ    SI, DI
+	ADDQ    $0x20, DI
+	CMPQ    DI, BX
+	JG      mulprod_8
+	VMOVUPS (CX)(SI*4), Y0
+	VMULPS  (DX)(SI*4), Y0, Y0
+	VMULPS  (AX)(SI*4), Y0, Y0
+	VMOVUPS Y0, (AX)(SI*4)
+	VMOVUPS 32(CX)(SI*4), Y0
+	VMULPS  32(DX)(SI*4), Y0, Y0
+	VMULPS  32(AX)(SI*4), Y0, Y0
+	VMOVUPS Y0, 32(AX)(SI*4)
+	VMOVUPS 64(CX)(SI*4), Y0
+	VMULPS  64(DX)(SI*4), Y0, Y0
+	VMULPS  64(AX)(SI*4), Y0, Y0
+	VMOVUPS Y0, 64(AX)(SI*4)
+	VMOVUPS 96(CX)(SI*4), Y0
+	VMULPS  96(DX)(SI*4), Y0, Y0
+	VMULPS  96(AX)(SI*4), Y0, Y0
+	VMOVUPS Y0, 96(AX)(SI*4)
+	ADDQ    $0x20, SI
+	JMP     mulprod_32
+
+mulprod_8:
+	MOVQ    SI, DI
+	ADDQ    $0x08, DI
+	CMPQ    DI, BX
+	JG      mulprod_one
+	VMOVUPS (CX)(SI*4), Y0
+	VMULPS  (DX)(SI*4), Y0, Y0
+	VMULPS  (AX)(SI*4), Y0, Y0
+	VMOVUPS Y0, (AX)(SI*4)
+	ADDQ    $0x08, SI
+	JMP     mulprod_8
+
+mulprod_one:
+	CMPQ   SI, BX
+	JGE    mulprod_done
+	VMOVSS (CX)(SI*4), X0
+	VMULSS (DX)(SI*4), X0, X0
+	VMULSS (AX)(SI*4), X0, X0
+	VMOVSS X0, (AX)(SI*4)
+	INCQ   SI
+	JMP    mulprod_one
+
+mulprod_done:
+	VZEROUPPER
+	RET
+
+// func swigluGradAVX2(gate *float32, u *float32, da *float32, s *float32, n int)
+// Requires: AVX, AVX2, SSE2
+TEXT ·swigluGradAVX2(SB), NOSPLIT, $0-40
+	MOVQ         gate+0(FP), AX
+	MOVQ         u+8(FP), CX
+	MOVQ         da+16(FP), DX
+	MOVQ         s+24(FP), BX
+	MOVQ         n+32(FP), SI
+	MOVL         $0x3f800000, DI
+	MOVD         DI, X1
+	VBROADCASTSS X1, Y0
+	XORQ         DI, DI
+
+swiglugrad_32:
+	MOVQ    DI, R8
+	ADDQ    $0x20, R8
+	CMPQ    R8, SI
+	JG      swiglugrad_8
+	VMOVUPS (AX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y3
+	VMOVUPS (DX)(DI*4), Y4
+	VMULPS  Y2, Y4, Y5
+	VMULPS  Y3, Y5, Y5
+	VMULPS  (CX)(DI*4), Y4, Y4
+	VMOVUPS Y5, (CX)(DI*4)
+	VMULPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  Y2, Y3, Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, (AX)(DI*4)
+	VMOVUPS 32(AX)(DI*4), Y2
+	VMOVUPS 32(BX)(DI*4), Y3
+	VMOVUPS 32(DX)(DI*4), Y4
+	VMULPS  Y2, Y4, Y5
+	VMULPS  Y3, Y5, Y5
+	VMULPS  32(CX)(DI*4), Y4, Y4
+	VMOVUPS Y5, 32(CX)(DI*4)
+	VMULPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  Y2, Y3, Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, 32(AX)(DI*4)
+	VMOVUPS 64(AX)(DI*4), Y2
+	VMOVUPS 64(BX)(DI*4), Y3
+	VMOVUPS 64(DX)(DI*4), Y4
+	VMULPS  Y2, Y4, Y5
+	VMULPS  Y3, Y5, Y5
+	VMULPS  64(CX)(DI*4), Y4, Y4
+	VMOVUPS Y5, 64(CX)(DI*4)
+	VMULPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  Y2, Y3, Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, 64(AX)(DI*4)
+	VMOVUPS 96(AX)(DI*4), Y2
+	VMOVUPS 96(BX)(DI*4), Y3
+	VMOVUPS 96(DX)(DI*4), Y4
+	VMULPS  Y2, Y4, Y5
+	VMULPS  Y3, Y5, Y5
+	VMULPS  96(CX)(DI*4), Y4, Y4
+	VMOVUPS Y5, 96(CX)(DI*4)
+	VMULPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  Y2, Y3, Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, 96(AX)(DI*4)
+	ADDQ    $0x20, DI
+	JMP     swiglugrad_32
+
+swiglugrad_8:
+	MOVQ    DI, R8
+	ADDQ    $0x08, R8
+	CMPQ    R8, SI
+	JG      swiglugrad_one
+	VMOVUPS (AX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y3
+	VMOVUPS (DX)(DI*4), Y4
+	VMULPS  Y2, Y4, Y5
+	VMULPS  Y3, Y5, Y5
+	VMULPS  (CX)(DI*4), Y4, Y4
+	VMOVUPS Y5, (CX)(DI*4)
+	VMULPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  Y2, Y3, Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, (AX)(DI*4)
+	ADDQ    $0x08, DI
+	JMP     swiglugrad_8
+
+swiglugrad_one:
+	CMPQ   DI, SI
+	JGE    swiglugrad_done
+	VMOVSS (AX)(DI*4), X0
+	VMOVSS (BX)(DI*4), X2
+	VMOVSS (DX)(DI*4), X3
+	VMULSS X0, X3, X4
+	VMULSS X2, X4, X4
+	VMULSS (CX)(DI*4), X3, X3
+	VMOVSS X4, (CX)(DI*4)
+	VMULSS X2, X3, X3
+	VSUBSS X2, X1, X2
+	VMULSS X0, X2, X2
+	VADDSS X1, X2, X2
+	VMULSS X2, X3, X3
+	VMOVSS X3, (AX)(DI*4)
+	INCQ   DI
+	JMP    swiglugrad_one
+
+swiglugrad_done:
+	VZEROUPPER
+	RET
+
 // func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32, idx *uint16)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·packPairs32AVX512(SB), NOSPLIT, $0-48

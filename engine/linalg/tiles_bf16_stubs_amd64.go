@@ -140,6 +140,13 @@ func scaleMulAVX2(dst *float32, x *float32, w *float32, n int, s float32)
 // mulShiftAVX2 sets y[i] = a[i]·(y[i] − c) for i < n.
 func mulShiftAVX2(y *float32, a *float32, n int, c float32)
 
+// mulProdAVX2 sets a[i] = a[i]·(x[i]·y[i]) for i < n.
+func mulProdAVX2(a *float32, x *float32, y *float32, n int)
+
+// swigluGradAVX2 sets u[i] = da[i]·gate[i]·s[i] and gate[i] = da[i]·u[i]·s[i]·(1 + gate[i]·(1 − s[i]))
+// for i < n (u and gate the values before), s[i] = σ(gate[i]).
+func swigluGradAVX2(gate *float32, u *float32, da *float32, s *float32, n int)
+
 // packPairs32AVX512 interleaves rows 2r and 2r+1 of src (bfloat16, stride ldb) over the 32 columns mask
 // keeps (zero elsewhere) into dst's 128-byte row r, for rows rows (an odd last row is paired with zeros);
 // idx holds the two VPERMT2W index vectors.

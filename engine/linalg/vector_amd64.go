@@ -74,6 +74,20 @@ func useSIMDVectors() {
 		_ = a[len(y)-1]
 		mulShiftAVX2(&y[0], &a[0], len(y), c)
 	}
+	mulPr = func(a, x, y []float32) {
+		if len(a) == 0 {
+			return
+		}
+		_, _ = x[len(a)-1], y[len(a)-1]
+		mulProdAVX2(&a[0], &x[0], &y[0], len(a))
+	}
+	swigluGr = func(g, u, da, s []float32) {
+		if len(g) == 0 {
+			return
+		}
+		_, _, _ = u[len(g)-1], da[len(g)-1], s[len(g)-1]
+		swigluGradAVX2(&g[0], &u[0], &da[0], &s[0], len(g))
+	}
 	expSum = func(dst, src []float32, shift float32) float32 {
 		if len(src) == 0 {
 			return 0

@@ -110,6 +110,46 @@ func TestMulShift(t *testing.T) {
 	}
 }
 
+// TestGatedMLPRows: MulProd and SwiGLUGrad, exported (AVX2 where the CPU has it) and portable, give the
+// scalar loops' values bit for bit at every length around the vector widths, and write nothing past them.
+func TestGatedMLPRows(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(45, 46))
+	same := func(name string, n int, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s n=%d: [%d] = %v, want %v", name, n, i, got[i], want[i])
+			}
+		}
+		if got[n] != 7 {
+			t.Fatalf("%s n=%d wrote past its row", name, n)
+		}
+	}
+	padded := func(x []float32) []float32 { return append(append([]float32(nil), x...), 7) }
+	for _, n := range vectorLengths() {
+		a, x, y, s := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+		wantA := make([]float32, n)
+		wantG, wantU := make([]float32, n), make([]float32, n)
+		for i := range n {
+			wantA[i] = a[i] * (x[i] * y[i])
+			wantU[i] = y[i] * x[i] * s[i]
+			wantG[i] = y[i] * a[i] * s[i] * (1 + x[i]*(1-s[i]))
+		}
+		for name, f := range map[string]func(a, x, y []float32){"MulProd": MulProd, "generic": mulProdGeneric} {
+			got := padded(a)
+			f(got[:n], x, y)
+			same(name, n, got, wantA)
+		}
+		for name, f := range map[string]func(g, u, da, s []float32){"SwiGLUGrad": SwiGLUGrad, "generic": swigluGradGeneric} {
+			g, u := padded(x), padded(a) // gate x, up a, da y
+			f(g[:n], u[:n], y, s)
+			same(name+" u", n, u, wantU)
+			same(name+" g", n, g, wantG)
+		}
+	}
+}
+
 func TestAxpyScale(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(13, 14))

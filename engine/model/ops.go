@@ -209,9 +209,7 @@ func swiglu(a, g, u []float32, w int) {
 		for t := lo; t < hi; t++ {
 			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
 			linalg.Sigmoid(ar, gr)
-			for i, gv := range gr {
-				ar[i] *= gv * ur[i]
-			}
+			linalg.MulProd(ar, gr, ur)
 		}
 	})
 }
@@ -235,11 +233,7 @@ func swigluBack(g, u, da []float32, w int) {
 		for t := lo; t < hi; t++ {
 			gr, ur, dar := g[t*w:t*w+w], u[t*w:t*w+w], da[t*w:t*w+w]
 			linalg.Sigmoid(sig, gr)
-			for i, gv := range gr {
-				s, uv := sig[i], ur[i]
-				ur[i] = dar[i] * gv * s
-				gr[i] = dar[i] * uv * s * (1 + gv*(1-s))
-			}
+			linalg.SwiGLUGrad(gr, ur, dar, sig)
 		}
 	})
 }
@@ -297,9 +291,7 @@ func geglu(a, g, u []float32, w int) {
 				ar[i] = 2 * geluC * (x + geluA*x*x*x)
 			}
 			linalg.Sigmoid(ar, ar)
-			for i, x := range gr {
-				ar[i] *= x * ur[i]
-			}
+			linalg.MulProd(ar, gr, ur)
 		}
 	})
 }

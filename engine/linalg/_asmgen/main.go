@@ -47,6 +47,8 @@ func main() {
 	dotShift()
 	scaleMul()
 	mulShift()
+	mulProd()
+	swigluGrad()
 	packPairs()
 	pairBlocksN()
 	Generate()

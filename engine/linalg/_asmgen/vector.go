@@ -79,7 +79,7 @@ func dotShift() {
 
 // scaleMul writes scaleMulAVX2: dst[i] = (x[i]·s)·g[i], each product rounded to float32 in that order, as
 // the scalar loop computes it (an RMSNorm row: x times its 1/rms, times the gains), so that the vector form
-// gives the loop's values bit for bit. 32 values an iteration, then 8, then one.
+// gives the loop's values bit for bit.
 func scaleMul() {
 	TEXT("scaleMulAVX2", NOSPLIT, "func(dst, x, w *float32, n int, s float32)")
 	Doc("scaleMulAVX2 sets dst[i] = (x[i]·s)·w[i] for i < n.")
@@ -92,48 +92,24 @@ func scaleMul() {
 	VBROADCASTSS(ss, sv)
 	i := GP64()
 	XORQ(i, i)
-	end := GP64()
-	Label("scalemul_32")
-	MOVQ(i, end)
-	ADDQ(Imm(32), end)
-	CMPQ(end, n)
-	JG(LabelRef("scalemul_8"))
-	for u := range 4 {
-		d := YMM()
-		VMULPS(Mem{Base: x, Index: i, Scale: 4, Disp: 32 * u}, sv, d)
-		VMULPS(Mem{Base: g, Index: i, Scale: 4, Disp: 32 * u}, d, d)
-		VMOVUPS(d, Mem{Base: dst, Index: i, Scale: 4, Disp: 32 * u})
-	}
-	ADDQ(Imm(32), i)
-	JMP(LabelRef("scalemul_32"))
-	Label("scalemul_8")
-	MOVQ(i, end)
-	ADDQ(Imm(8), end)
-	CMPQ(end, n)
-	JG(LabelRef("scalemul_one"))
-	d := YMM()
-	VMULPS(Mem{Base: x, Index: i, Scale: 4}, sv, d)
-	VMULPS(Mem{Base: g, Index: i, Scale: 4}, d, d)
-	VMOVUPS(d, Mem{Base: dst, Index: i, Scale: 4})
-	ADDQ(Imm(8), i)
-	JMP(LabelRef("scalemul_8"))
-	Label("scalemul_one")
-	CMPQ(i, n)
-	JGE(LabelRef("scalemul_done"))
-	t := XMM()
-	VMULSS(Mem{Base: x, Index: i, Scale: 4}, ss, t)
-	VMULSS(Mem{Base: g, Index: i, Scale: 4}, t, t)
-	VMOVSS(t, Mem{Base: dst, Index: i, Scale: 4})
-	INCQ(i)
-	JMP(LabelRef("scalemul_one"))
-	Label("scalemul_done")
-	VZEROUPPER()
-	RET()
+	elementwise("scalemul", n, i, func(disp int, vec func() reg.VecVirtual, one bool) {
+		at := func(base reg.Register) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		d := vec()
+		if one {
+			VMULSS(at(x), ss, d)
+			VMULSS(at(g), d, d)
+			VMOVSS(d, at(dst))
+			return
+		}
+		VMULPS(at(x), sv, d)
+		VMULPS(at(g), d, d)
+		VMOVUPS(d, at(dst))
+	})
 }
 
 // mulShift writes mulShiftAVX2: y[i] = a[i]·(y[i] − c), the difference rounded to float32 before the
 // product, as the scalar loop computes it (the softmax's backward: a row of weights times its gradient less
-// their dot product). 32 values an iteration, then 8, then one.
+// their dot product).
 func mulShift() {
 	TEXT("mulShiftAVX2", NOSPLIT, "func(y, a *float32, n int, c float32)")
 	Doc("mulShiftAVX2 sets y[i] = a[i]·(y[i] − c) for i < n.")
@@ -145,44 +121,124 @@ func mulShift() {
 	VBROADCASTSS(cs, cv)
 	i := GP64()
 	XORQ(i, i)
+	elementwise("mulshift", n, i, func(disp int, vec func() reg.VecVirtual, one bool) {
+		at := func(base reg.Register) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		d := vec()
+		if one {
+			VMOVSS(at(y), d)
+			VSUBSS(cs, d, d)
+			VMULSS(at(a), d, d)
+			VMOVSS(d, at(y))
+			return
+		}
+		VMOVUPS(at(y), d)
+		VSUBPS(cv, d, d)
+		VMULPS(at(a), d, d)
+		VMOVUPS(d, at(y))
+	})
+}
+
+// elementwise writes an AVX2 loop over n float32 values, 32 an iteration, then 8, then one: body emits the
+// operations on one vector of values at byte offset disp of every array (idx: the value index register),
+// with YMM vectors or, for the single values at the end, XMM ones holding one value.
+func elementwise(name string, n, idx reg.Register, body func(disp int, vec func() reg.VecVirtual, one bool)) {
 	end := GP64()
-	Label("mulshift_32")
-	MOVQ(i, end)
+	Label(name + "_32")
+	MOVQ(idx, end)
 	ADDQ(Imm(32), end)
 	CMPQ(end, n)
-	JG(LabelRef("mulshift_8"))
+	JG(LabelRef(name + "_8"))
 	for u := range 4 {
-		d := YMM()
-		VMOVUPS(Mem{Base: y, Index: i, Scale: 4, Disp: 32 * u}, d)
-		VSUBPS(cv, d, d)
-		VMULPS(Mem{Base: a, Index: i, Scale: 4, Disp: 32 * u}, d, d)
-		VMOVUPS(d, Mem{Base: y, Index: i, Scale: 4, Disp: 32 * u})
+		body(32*u, YMM, false)
 	}
-	ADDQ(Imm(32), i)
-	JMP(LabelRef("mulshift_32"))
-	Label("mulshift_8")
-	MOVQ(i, end)
+	ADDQ(Imm(32), idx)
+	JMP(LabelRef(name + "_32"))
+	Label(name + "_8")
+	MOVQ(idx, end)
 	ADDQ(Imm(8), end)
 	CMPQ(end, n)
-	JG(LabelRef("mulshift_one"))
-	d := YMM()
-	VMOVUPS(Mem{Base: y, Index: i, Scale: 4}, d)
-	VSUBPS(cv, d, d)
-	VMULPS(Mem{Base: a, Index: i, Scale: 4}, d, d)
-	VMOVUPS(d, Mem{Base: y, Index: i, Scale: 4})
-	ADDQ(Imm(8), i)
-	JMP(LabelRef("mulshift_8"))
-	Label("mulshift_one")
-	CMPQ(i, n)
-	JGE(LabelRef("mulshift_done"))
-	t := XMM()
-	VMOVSS(Mem{Base: y, Index: i, Scale: 4}, t)
-	VSUBSS(cs, t, t)
-	VMULSS(Mem{Base: a, Index: i, Scale: 4}, t, t)
-	VMOVSS(t, Mem{Base: y, Index: i, Scale: 4})
-	INCQ(i)
-	JMP(LabelRef("mulshift_one"))
-	Label("mulshift_done")
+	JG(LabelRef(name + "_one"))
+	body(0, YMM, false)
+	ADDQ(Imm(8), idx)
+	JMP(LabelRef(name + "_8"))
+	Label(name + "_one")
+	CMPQ(idx, n)
+	JGE(LabelRef(name + "_done"))
+	body(0, XMM, true)
+	INCQ(idx)
+	JMP(LabelRef(name + "_one"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// mulProd writes mulProdAVX2: a[i] = a[i]·(x[i]·y[i]), the inner product rounded first, as the gated MLP's
+// scalar loop computes act(g)·(g·u) over the activation's row (SwiGLU's and GeGLU's last step).
+func mulProd() {
+	TEXT("mulProdAVX2", NOSPLIT, "func(a, x, y *float32, n int)")
+	Doc("mulProdAVX2 sets a[i] = a[i]·(x[i]·y[i]) for i < n.")
+	a := Load(Param("a"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	i := GP64()
+	XORQ(i, i)
+	elementwise("mulprod", n, i, func(disp int, vec func() reg.VecVirtual, one bool) {
+		at := func(base reg.Register) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		d := vec()
+		if one {
+			VMOVSS(at(x), d)
+			VMULSS(at(y), d, d)
+			VMULSS(at(a), d, d)
+			VMOVSS(d, at(a))
+			return
+		}
+		VMOVUPS(at(x), d)
+		VMULPS(at(y), d, d)
+		VMULPS(at(a), d, d)
+		VMOVUPS(d, at(a))
+	})
+}
+
+// swigluGrad writes swigluGradAVX2, SwiGLU's backward over a row given σ(g) in s: u = (da·g)·s and
+// g = ((da·u)·s)·(1 + g·(1 − s)), each operation rounded in the scalar loop's order.
+func swigluGrad() {
+	TEXT("swigluGradAVX2", NOSPLIT, "func(gate, u, da, s *float32, n int)")
+	Doc("swigluGradAVX2 sets u[i] = da[i]·gate[i]·s[i] and gate[i] = da[i]·u[i]·s[i]·(1 + gate[i]·(1 − s[i]))",
+		"for i < n (u and gate the values before), s[i] = σ(gate[i]).")
+	g := Load(Param("gate"), GP64()) // "g" names the goroutine register in Go assembly
+	u := Load(Param("u"), GP64())
+	da := Load(Param("da"), GP64())
+	s := Load(Param("s"), GP64())
+	n := Load(Param("n"), GP64())
+	onev, onex := YMM(), XMM()
+	c := GP32()
+	MOVL(U32(0x3f800000), c)
+	MOVD(c, onex)
+	VBROADCASTSS(onex, onev)
+	i := GP64()
+	XORQ(i, i)
+	elementwise("swiglugrad", n, i, func(disp int, vec func() reg.VecVirtual, one bool) {
+		at := func(base reg.Register) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		gv, sv, t1, t2, t3 := vec(), vec(), vec(), vec(), vec()
+		load, mul, add, sub, store := VMOVUPS, VMULPS, VADDPS, VSUBPS, VMOVUPS
+		ones := reg.VecVirtual(onev)
+		if one {
+			load, mul, add, sub, store = VMOVSS, VMULSS, VADDSS, VSUBSS, VMOVSS
+			ones = onex
+		}
+		load(at(g), gv)
+		load(at(s), sv)
+		load(at(da), t1)
+		mul(gv, t1, t2)    // da·g
+		mul(sv, t2, t2)    // (da·g)·s
+		mul(at(u), t1, t1) // da·u (u as it was)
+		store(t2, at(u))
+		mul(sv, t1, t1)   // (da·u)·s
+		sub(sv, ones, t3) // 1 − s
+		mul(gv, t3, t3)   // g·(1 − s)
+		add(ones, t3, t3) // 1 + g·(1 − s)
+		mul(t3, t1, t1)
+		store(t1, at(g))
+	})
 }
