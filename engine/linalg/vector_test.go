@@ -55,66 +55,12 @@ func TestDotShift(t *testing.T) {
 	}
 }
 
-// TestScaleMul: the exported (AVX2 where the CPU has it) and portable forms give the scalar loop's
-// (x·s)·g bit for bit, at every length around the vector widths, and write nothing past dst.
-func TestScaleMul(t *testing.T) {
+// TestElementwiseRows: ScaleMul, MulShift, MulProd and SwiGLUGrad, exported (AVX2 where the CPU has it) and
+// portable, give the scalar loops' values bit for bit at every length around the vector widths, and write
+// nothing past their rows.
+func TestElementwiseRows(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(41, 42))
-	for _, n := range vectorLengths() {
-		x, g := randSlice(rng, n), randSlice(rng, n)
-		s := float32(rng.Float64()*3 - 1.5)
-		want := make([]float32, n)
-		for i := range want {
-			want[i] = x[i] * s * g[i]
-		}
-		for name, f := range map[string]func(dst, x, g []float32, s float32){"ScaleMul": ScaleMul, "generic": scaleMulGeneric} {
-			got := make([]float32, n+1)
-			got[n] = 7
-			f(got[:n], x, g, s)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s n=%d: dst[%d] = %v, want %v", name, n, i, got[i], want[i])
-				}
-			}
-			if got[n] != 7 {
-				t.Fatalf("%s n=%d wrote past dst", name, n)
-			}
-		}
-	}
-}
-
-// TestMulShift: the exported (AVX2 where the CPU has it) and portable forms give the scalar loop's
-// a·(y − c) bit for bit, at every length around the vector widths, and write nothing past y.
-func TestMulShift(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(43, 44))
-	for _, n := range vectorLengths() {
-		a, y := randSlice(rng, n), randSlice(rng, n)
-		c := float32(rng.Float64()*2 - 1)
-		want := make([]float32, n)
-		for i := range want {
-			want[i] = a[i] * (y[i] - c)
-		}
-		for name, f := range map[string]func(y, a []float32, c float32){"MulShift": MulShift, "generic": mulShiftGeneric} {
-			got := append(append([]float32(nil), y...), 7)
-			f(got[:n], a, c)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s n=%d: y[%d] = %v, want %v", name, n, i, got[i], want[i])
-				}
-			}
-			if got[n] != 7 {
-				t.Fatalf("%s n=%d wrote past y", name, n)
-			}
-		}
-	}
-}
-
-// TestGatedMLPRows: MulProd and SwiGLUGrad, exported (AVX2 where the CPU has it) and portable, give the
-// scalar loops' values bit for bit at every length around the vector widths, and write nothing past them.
-func TestGatedMLPRows(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(45, 46))
 	same := func(name string, n int, got, want []float32) {
 		t.Helper()
 		for i := range want {
@@ -129,19 +75,32 @@ func TestGatedMLPRows(t *testing.T) {
 	padded := func(x []float32) []float32 { return append(append([]float32(nil), x...), 7) }
 	for _, n := range vectorLengths() {
 		a, x, y, s := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
-		wantA := make([]float32, n)
+		c := float32(rng.Float64()*3 - 1.5)
+		wantScaled, wantShifted, wantProd := make([]float32, n), make([]float32, n), make([]float32, n)
 		wantG, wantU := make([]float32, n), make([]float32, n)
 		for i := range n {
-			wantA[i] = a[i] * (x[i] * y[i])
+			wantScaled[i] = x[i] * c * y[i]
+			wantShifted[i] = a[i] * (y[i] - c)
+			wantProd[i] = a[i] * (x[i] * y[i])
 			wantU[i] = y[i] * x[i] * s[i]
 			wantG[i] = y[i] * a[i] * s[i] * (1 + x[i]*(1-s[i]))
 		}
-		for name, f := range map[string]func(a, x, y []float32){"MulProd": MulProd, "generic": mulProdGeneric} {
+		for name, f := range map[string]func(dst, x, g []float32, s float32){"ScaleMul": ScaleMul, "scaleMulGeneric": scaleMulGeneric} {
+			got := padded(make([]float32, n))
+			f(got[:n], x, y, c)
+			same(name, n, got, wantScaled)
+		}
+		for name, f := range map[string]func(y, a []float32, c float32){"MulShift": MulShift, "mulShiftGeneric": mulShiftGeneric} {
+			got := padded(y)
+			f(got[:n], a, c)
+			same(name, n, got, wantShifted)
+		}
+		for name, f := range map[string]func(a, x, y []float32){"MulProd": MulProd, "mulProdGeneric": mulProdGeneric} {
 			got := padded(a)
 			f(got[:n], x, y)
-			same(name, n, got, wantA)
+			same(name, n, got, wantProd)
 		}
-		for name, f := range map[string]func(g, u, da, s []float32){"SwiGLUGrad": SwiGLUGrad, "generic": swigluGradGeneric} {
+		for name, f := range map[string]func(g, u, da, s []float32){"SwiGLUGrad": SwiGLUGrad, "swigluGradGeneric": swigluGradGeneric} {
 			g, u := padded(x), padded(a) // gate x, up a, da y
 			f(g[:n], u[:n], y, s)
 			same(name+" u", n, u, wantU)
@@ -183,8 +142,14 @@ func TestAxpyScale(t *testing.T) {
 func TestVectorLengthMismatchPanics(t *testing.T) {
 	t.Parallel()
 	for name, f := range map[string]func(){
-		"Dot":  func() { Dot(make([]float32, 3), make([]float32, 4)) },
-		"Axpy": func() { Axpy(1, make([]float32, 3), make([]float32, 2)) },
+		"Dot":      func() { Dot(make([]float32, 3), make([]float32, 4)) },
+		"Axpy":     func() { Axpy(1, make([]float32, 3), make([]float32, 2)) },
+		"ScaleMul": func() { ScaleMul(make([]float32, 3), make([]float32, 3), make([]float32, 2), 1) },
+		"MulShift": func() { MulShift(make([]float32, 3), make([]float32, 2), 1) },
+		"MulProd":  func() { MulProd(make([]float32, 3), make([]float32, 2), make([]float32, 3)) },
+		"SwiGLUGrad": func() {
+			SwiGLUGrad(make([]float32, 3), make([]float32, 3), make([]float32, 3), make([]float32, 2))
+		},
 	} {
 		func() {
 			defer func() {
