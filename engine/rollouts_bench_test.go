@@ -14,7 +14,9 @@ const smolLM2Qwen3Vocab = `{"model_type":"llama","vocab_size":151936,"hidden_siz
 "rope_theta":100000,"rms_norm_eps":1e-5,"tie_word_embeddings":true}`
 
 // BenchmarkRollouts samples an RL iteration's rollouts through one Sampler as chat serves them: G groups of
-// N requests (n=1 each, sent at once), each group's requests on the same prompt, 128 tokens each at
+// N requests (n=1 each, sent at once), each group's requests on the same prompt of 98 tokens whose first
+// systemTokens are the same for every group and iteration (a system prompt, as ART's rollouts share theirs:
+// from the second iteration on a group's prompt starts like one the prompt cache keeps), 128 tokens each at
 // temperature 1 with logprobs, on a random-weight base of SmolLM2-135M's body with Qwen3's vocabulary. It
 // reports generated tokens/s (prefill, sampling and decoding). In "one-adapter" every group samples from the
 // same LoRA adapter of the base; in "adapters" each group from its own (a model's last checkpoints, or
@@ -22,6 +24,7 @@ const smolLM2Qwen3Vocab = `{"model_type":"llama","vocab_size":151936,"hidden_siz
 //
 //	go test -run '^$' -bench Rollouts -benchtime 1x ./engine/
 func BenchmarkRollouts(b *testing.B) {
+	const systemTokens = 48
 	base, err := NewRandomBase("bench", []byte(smolLM2Qwen3Vocab), 1)
 	if err != nil {
 		b.Fatal(err)
@@ -63,6 +66,9 @@ func BenchmarkRollouts(b *testing.B) {
 					prompt := make([]int, 98)
 					for j := range prompt {
 						prompt[j] = (i*7919 + g*131 + j*17) % 256
+						if j < systemTokens { // the system prompt every group starts with
+							prompt[j] = (j*37 + 11) % 256
+						}
 					}
 					for r := range shape.n {
 						wg.Go(func() {

@@ -44,6 +44,8 @@ type Batcher struct {
 	mu      sync.Mutex
 	joining []*request
 	running bool
+	// followed, in tests, sees each follower's cache once it holds the prompt.
+	followed func(*model.Cache)
 }
 
 // NewBatcher returns a batcher for requests on the weights, each with its own adapter or none.
@@ -390,12 +392,24 @@ func (b *Batcher) fill(decoding bool) []*request {
 			continue
 		}
 		b.drop(r)
-		b.prompts.put(r.lora, r.prompt, r.cache, logits(i))
+		kept := b.prompts.put(r.lora, r.prompt, r.cache, logits(i))
 		r.states, r.cache = fork(r.cache, logits(i), r.p), nil
 		ready = append(ready, r)
 		for _, f := range b.followers[r] {
-			// Until the first decoding step, the leader's first completion's cache holds exactly the prompt.
-			f.cache.SharePrefix(r.states[0].cache, len(r.prompt))
+			// The followers read the prompt from the prompt cache's copy, whose positions are all its own.
+			// Shared from the leader's cache, which itself took a start from the prompt cache (a system
+			// prompt every group begins with), it was copied for each of them instead (a cache reads from
+			// one other at most), and decoding attended to each copy apart: a group of 8 rollouts read the
+			// prompt's keys and values 7 times a step instead of once. Without a kept copy, the leader's
+			// first completion's cache holds exactly the prompt until the first decoding step.
+			src := kept
+			if src == nil {
+				src = r.states[0].cache
+			}
+			f.cache.SharePrefix(src, len(r.prompt))
+			if b.followed != nil {
+				b.followed(f.cache)
+			}
 			f.states, f.cache, f.shared = fork(f.cache, logits(i), f.p), nil, len(f.prompt)
 			ready = append(ready, f)
 		}

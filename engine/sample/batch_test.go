@@ -323,3 +323,53 @@ func TestBatcherSharesStarts(t *testing.T) {
 	}
 	sameCompletions(t, "shared start", got, want)
 }
+
+// TestBatcherGroupSharesAStartedPrompt: a group of rollouts whose prompt starts like a kept one (RL groups
+// under one system prompt) prefills the rest once, every follower then reads the whole prompt from one
+// cache without a copy of its own (so decoding attends to it once for the group), and each samples what
+// it samples alone.
+func TestBatcherGroupSharesAStartedPrompt(t *testing.T) {
+	w := testWeights(t)
+	b := NewBatcher(w, byteVocab{})
+	system := make([]int, 2*promptBlock+5)
+	for i := range system {
+		system[i] = (5*i + 1) % 64
+	}
+	first := append(slices.Clone(system), 10, 11, 12)
+	if _, err := b.Run(context.Background(), nil, first, Params{Temperature: 1, Seed: 1, MaxTokens: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	prompt := append(slices.Clone(system), 20, 21)
+	var mu sync.Mutex
+	var shared []int
+	b.followed = func(c *model.Cache) {
+		mu.Lock()
+		defer mu.Unlock()
+		shared = append(shared, c.Shared())
+	}
+	const group = 4
+	prompts, params, ctxs := make([][]int, group), make([]Params, group), make([]context.Context, group)
+	for i := range prompts {
+		prompts[i], ctxs[i] = prompt, context.Background()
+		params[i] = Params{Temperature: 1, Seed: int64(i), MaxTokens: 5}
+	}
+	outs, errs := runHeldAdapters(t, b, ctxs, nil, prompts, params)
+	for i := range prompts {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		want, err := Run(context.Background(), w, nil, byteVocab{}, prompts[i], params[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+	}
+	if len(shared) != group-1 {
+		t.Fatalf("%d followers, want %d", len(shared), group-1)
+	}
+	for i, n := range shared {
+		if n != len(prompt) {
+			t.Fatalf("follower %d reads %d of the prompt's %d positions from another cache, the rest its own copy", i, n, len(prompt))
+		}
+	}
+}

@@ -99,11 +99,12 @@ func (c *promptCache) lookup(lora *model.LoRA, prompt []int) (*promptEntry, int)
 }
 
 // put keeps a compact copy of a freshly prefilled cache (holding exactly prompt) and its logits, found by
-// the whole prompt and by each of its block-aligned starts.
-func (c *promptCache) put(lora *model.LoRA, prompt []int, cache *model.Cache, logits []float32) {
+// the whole prompt and by each of its block-aligned starts, and returns that copy (nil when the prompt is
+// too large to keep): its positions are its own, so other caches can share all of them.
+func (c *promptCache) put(lora *model.LoRA, prompt []int, cache *model.Cache, logits []float32) *model.Cache {
 	bytes := cache.Bytes() + int64(len(logits))*4 + int64(len(prompt))*8
 	if bytes > c.limit/4 {
-		return
+		return nil
 	}
 	e := &promptEntry{prompt: slices.Clone(prompt), cache: cache.Compact(), logits: slices.Clone(logits),
 		keys: prefixKeys(lora, prompt), bytes: bytes}
@@ -120,6 +121,7 @@ func (c *promptCache) put(lora *model.LoRA, prompt []int, cache *model.Cache, lo
 	for c.size > c.limit {
 		c.remove(c.order.Back())
 	}
+	return e.cache
 }
 
 // remove forgets an entry and the keys that still find it.
