@@ -87,6 +87,19 @@ func (c *Cache) SharePrefix(src *Cache, n int) {
 	c.Len = n
 }
 
+// Rebase makes c read all its positions from src, a cache of its own (no base) holding the same ones (a
+// compact copy of c, as a prompt cache keeps), instead of from its arrays or from the cache it shared a start
+// with: caches that then share c's positions read them from src, one level deep, without a copy, and
+// decoding attends to them once for all of them. c's values must equal src's; c grows as before.
+func (c *Cache) Rebase(src *Cache) {
+	if src.base != nil || src.Len != c.Len || len(src.K) != len(c.K) || src.heads != c.heads || src.hd != c.hd {
+		panic(fmt.Sprintf("model: rebase a cache of %d positions on one of %d", c.Len, src.Len))
+	}
+	if c.Len > 0 {
+		c.base, c.baseLen = src, src.Len
+	}
+}
+
 // Shared is how many of the cache's first positions it reads from another cache (SharePrefix).
 func (c *Cache) Shared() int { return c.baseLen }
 

@@ -242,3 +242,48 @@ func TestSharedPrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestRebase: a cache that shared a start with another and extended the rest itself (a prompt that began
+// like a kept one) reads all its positions from its compact copy once rebased on it, so a clone shares the
+// whole prompt (no copy) from that copy; both then decode as caches holding their own prompts.
+func TestRebase(t *testing.T) {
+	w := randomModel(t, tinyConfig(), 19)
+	ctx := context.Background()
+	prompt := []int{3, 1, 4, 1, 5, 9, 2, 6, 5}
+	leader := w.NewCache(24)
+	if _, err := w.Prefill(ctx, leader, prompt, nil); err != nil {
+		t.Fatal(err)
+	}
+	part := w.NewCache(24)
+	part.SharePrefix(leader, 4)
+	if _, err := w.ExtendAdapters(ctx, []*Cache{part}, [][]int{prompt[4:]}, []*LoRA{nil}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := part.Clone(); c.Shared() != 0 {
+		t.Fatalf("a clone of a cache reading from two places shared %d positions, want a copy", c.Shared())
+	}
+	kept := part.Compact()
+	part.Rebase(kept)
+	clone := part.Clone()
+	if part.Shared() != len(prompt) || clone.Shared() != len(prompt) || clone.base != kept {
+		t.Fatalf("after Rebase: %d and %d positions shared", part.Shared(), clone.Shared())
+	}
+	own := []*Cache{w.NewCache(24), w.NewCache(24)}
+	for _, c := range own {
+		if _, err := w.Prefill(ctx, c, prompt, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for step := range 5 {
+		toks := []int{step, 2*step + 1}
+		got, err := w.Decode(ctx, []*Cache{part, clone}, toks, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := w.Decode(ctx, own, toks, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeAll(t, fmt.Sprintf("step %d logits", step), got, want)
+	}
+}

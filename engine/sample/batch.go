@@ -392,21 +392,19 @@ func (b *Batcher) fill(decoding bool) []*request {
 			continue
 		}
 		b.drop(r)
-		kept := b.prompts.put(r.lora, r.prompt, r.cache, logits(i))
+		// The leader's cache reads the prompt from the prompt cache's copy from now on. When it had taken a
+		// start from the prompt cache (the system prompt every RL group begins with), it read from two places,
+		// and sharing it (its other completions, the followers) copied the whole prompt for each (a cache reads
+		// from one other at most): decoding then attended to each copy apart, a group of 8 rollouts reading the
+		// prompt's keys and values 7 times a step instead of once.
+		if kept := b.prompts.put(r.lora, r.prompt, r.cache, logits(i)); kept != nil {
+			r.cache.Rebase(kept)
+		}
 		r.states, r.cache = fork(r.cache, logits(i), r.p), nil
 		ready = append(ready, r)
 		for _, f := range b.followers[r] {
-			// The followers read the prompt from the prompt cache's copy, whose positions are all its own.
-			// Shared from the leader's cache, which itself took a start from the prompt cache (a system
-			// prompt every group begins with), it was copied for each of them instead (a cache reads from
-			// one other at most), and decoding attended to each copy apart: a group of 8 rollouts read the
-			// prompt's keys and values 7 times a step instead of once. Without a kept copy, the leader's
-			// first completion's cache holds exactly the prompt until the first decoding step.
-			src := kept
-			if src == nil {
-				src = r.states[0].cache
-			}
-			f.cache.SharePrefix(src, len(r.prompt))
+			// Until the first decoding step, the leader's first completion's cache holds exactly the prompt.
+			f.cache.SharePrefix(r.states[0].cache, len(r.prompt))
 			if b.followed != nil {
 				b.followed(f.cache)
 			}

@@ -100,7 +100,7 @@ func (c *promptCache) lookup(lora *model.LoRA, prompt []int) (*promptEntry, int)
 
 // put keeps a compact copy of a freshly prefilled cache (holding exactly prompt) and its logits, found by
 // the whole prompt and by each of its block-aligned starts, and returns that copy (nil when the prompt is
-// too large to keep): its positions are its own, so other caches can share all of them.
+// too large to keep): its positions are its own, so other caches can share all of them (Cache.Rebase).
 func (c *promptCache) put(lora *model.LoRA, prompt []int, cache *model.Cache, logits []float32) *model.Cache {
 	bytes := cache.Bytes() + int64(len(logits))*4 + int64(len(prompt))*8
 	if bytes > c.limit/4 {
