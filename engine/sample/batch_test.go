@@ -96,12 +96,18 @@ func testBatcherMatchesRun(t *testing.T, maxPrefill int) {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
-		want, err := Run(context.Background(), w, nil, byteVocab{}, pr, params[i], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+		sameAsAlone(t, w, nil, pr, params[i], fmt.Sprintf("request %d", i), outs[i])
 	}
+}
+
+// sameAsAlone checks that got, what the batcher sampled for a request, is what Run samples for it alone.
+func sameAsAlone(t *testing.T, w *model.Weights, lora *model.LoRA, prompt []int, p Params, what string, got []Completion) {
+	t.Helper()
+	want, err := Run(context.Background(), w, lora, byteVocab{}, prompt, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCompletions(t, what, got, want)
 }
 
 func sameCompletions(t *testing.T, what string, got, want []Completion) {
@@ -146,11 +152,7 @@ func TestBatcherPrefillErrors(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
-		want, err := Run(context.Background(), w, nil, byteVocab{}, prompts[i], params[i], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+		sameAsAlone(t, w, nil, prompts[i], params[i], fmt.Sprintf("request %d", i), outs[i])
 	}
 }
 
@@ -187,11 +189,7 @@ func TestBatcherAdaptersInOneBatch(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("request %d: %v", i, errs[i])
 			}
-			want, err := Run(context.Background(), w, loras[i], byteVocab{}, pr, params[i], nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameCompletions(t, fmt.Sprintf("temperature %g request %d", temp, i), outs[i], want)
+			sameAsAlone(t, w, loras[i], pr, params[i], fmt.Sprintf("temperature %g request %d", temp, i), outs[i])
 		}
 	}
 }
@@ -226,11 +224,7 @@ func TestBatcherSharesPrompts(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
-		want, err := Run(context.Background(), w, loras[i], byteVocab{}, prompts[i], params[i], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+		sameAsAlone(t, w, loras[i], prompts[i], params[i], fmt.Sprintf("request %d", i), outs[i])
 		shared += outs[i][0].CachedPrompt
 	}
 	if want := (group - 1) * len(prompt); shared != want {
@@ -287,11 +281,7 @@ func TestBatcherChunkedPrefill(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
-		want, err := Run(context.Background(), w, nil, byteVocab{}, pr, []Params{first, second}[i], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+		sameAsAlone(t, w, nil, pr, []Params{first, second}[i], fmt.Sprintf("request %d", i), outs[i])
 	}
 }
 
@@ -317,11 +307,7 @@ func TestBatcherSharesStarts(t *testing.T) {
 	if got[0].CachedPrompt != 2*promptBlock {
 		t.Fatalf("a prompt sharing %d tokens with a kept one took %d from it, want %d (whole blocks)", len(system), got[0].CachedPrompt, 2*promptBlock)
 	}
-	want, err := Run(context.Background(), w, nil, byteVocab{}, c, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameCompletions(t, "shared start", got, want)
+	sameAsAlone(t, w, nil, c, p, "shared start", got)
 }
 
 // TestBatcherGroupSharesAStartedPrompt: a group of rollouts whose prompt starts like a kept one (RL groups
@@ -358,11 +344,7 @@ func TestBatcherGroupSharesAStartedPrompt(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
-		want, err := Run(context.Background(), w, nil, byteVocab{}, prompts[i], params[i], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCompletions(t, fmt.Sprintf("request %d", i), outs[i], want)
+		sameAsAlone(t, w, nil, prompts[i], params[i], fmt.Sprintf("request %d", i), outs[i])
 	}
 	if len(shared) != group-1 {
 		t.Fatalf("%d followers, want %d", len(shared), group-1)
