@@ -149,6 +149,7 @@ func (a *Activities) Gradient(ctx context.Context, in ShardInput) (*ShardResult,
 	}
 	tLoaded := time.Now()
 	tr := engine.NewTrainer(base, st.adapter, st.opt)
+	defer tr.Close()
 	tr.SetActivationBudget(est.ActivationBudget)
 	g, n, err := a.shardGradient(ctx, tr, p, in)
 	tComputed := time.Now()
@@ -189,6 +190,7 @@ func (a *Activities) shardState(ctx context.Context, job *trainyard.Job, base *e
 		return st, 0, nil
 	case st != nil && at == in.Done-1 && in.Previous != nil && in.Previous.Done == at && catchUpCheaper(in.Previous):
 		tr := engine.NewTrainer(base, st.adapter, st.opt)
+		defer tr.Close()
 		gs, read, err := a.readGradients(ctx, tr, job.ID, at, in.Previous.Shards)
 		caughtUp += read
 		if err != nil {
@@ -336,6 +338,7 @@ func (a *Activities) ApplyStep(ctx context.Context, in ApplyInput) (*TrainResult
 		return nil, err
 	}
 	tr := engine.NewTrainer(base, st.adapter, st.opt)
+	defer tr.Close()
 	gs, exchanged, err := a.readGradients(ctx, tr, job.ID, in.Done, in.Shards)
 	if err != nil {
 		return nil, err

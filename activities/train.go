@@ -89,6 +89,7 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 		return nil, err
 	}
 	trainer := engine.NewTrainer(base, st.adapter, st.opt)
+	defer trainer.Close() // its working memory goes to the base's next job
 	trainer.SetActivationBudget(est.ActivationBudget)
 	ka := startKeepAlive(ctx, a.cfg.HeartbeatInterval, from)
 	defer ka.close()

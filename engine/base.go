@@ -32,15 +32,18 @@ type Base struct {
 	// lr are the recommended learning rates (RL, SFT); ok is false when there are none.
 	lrRL, lrSFT float64
 	lrOK        bool
-	// shared holds what the base's samplers share (NewSampler).
+	// shared holds what the base's samplers and trainers share (NewSampler, NewTrainer).
 	shared *baseShared
 }
 
 // baseShared is the batch that decodes the chat requests of every adapter of a base together, made on
-// first use.
+// first use, and the working memory the base's last closed trainer left (Trainer.Close).
 type baseShared struct {
 	once  sync.Once
 	batch *sample.Batcher
+
+	spareMu sync.Mutex
+	spare   *passMemory
 }
 
 // BuiltinNames lists the models OpenBuiltin knows, e.g. "trainyard/tiny-chat".

@@ -34,14 +34,14 @@ func (t *Trainer) head(p *model.Pass, rows, targets []int, coef coefFunc) (train
 	if t.headRows > 0 {
 		n = t.headRows
 	}
-	if need := min(n, len(rows)) * V; len(t.logits) < need {
-		t.logits = make([]float32, need)
-		prefault.Slice(t.logits)
+	if need := min(n, len(rows)) * V; len(t.mem.logits) < need {
+		t.mem.logits = make([]float32, need)
+		prefault.Slice(t.mem.logits)
 	}
 	all := train.TokenStats{Logprob: make([]float64, len(rows)), Entropy: make([]float64, len(rows))}
 	for lo := 0; lo < len(rows); lo += n {
 		hi := min(lo+n, len(rows))
-		logits := p.LogitsInto(t.logits, rows[lo:hi])
+		logits := p.LogitsInto(t.mem.logits, rows[lo:hi])
 		// With a gradient to form, the statistics, the coefficients and the gradient go a row per worker at
 		// a time, so that LogprobGrad finds each row in the core's L2 where Stats left it (600 KB at Qwen3's
 		// vocabulary) instead of reading the chunk's logits (134 MB, stored past the caches) from memory a

@@ -145,10 +145,10 @@ func TestStepMemoryDoesNotGrowWithBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		if len(tr.logits) > tr.headRows*b.VocabSize() {
-			t.Errorf("logit buffer of %d floats, more than %d rows", len(tr.logits), tr.headRows)
+		if len(tr.mem.logits) > tr.headRows*b.VocabSize() {
+			t.Errorf("logit buffer of %d floats, more than %d rows", len(tr.mem.logits), tr.headRows)
 		}
-		return tr.arena.Bytes() + tr.refArena.Bytes(), peak
+		return tr.mem.arena.Bytes() + tr.mem.refArena.Bytes(), peak
 	}
 	held8, peak8 := step(8, 4*perSeq)
 	held32, peak32 := step(32, 4*perSeq)

@@ -50,11 +50,25 @@ type Trainer struct {
 	opt      *OptimizerState
 	grads    *model.LoRA
 	budget   int64
+	mem      *passMemory
+	headRows int  // rows per head chunk (0: headChunkRows; tests set it to force chunking)
+	noShare  bool // pass every sequence whole (tests and benchmarks compare with prefixes shared)
+}
+
+// passMemory is a trainer's working memory, reused from step to step and, through the base
+// (Trainer.Close), from one trainer to the next: a training job makes a trainer, and an RL job of one
+// step (ART's iteration) used to fault in its whole arena afresh — about 300,000 pages for a micro-batch
+// of SmolLM2-135M's 32 × 226 tokens, a second or more of its step on the 2-core VM, whose hypervisor
+// takes an exit per page it maps.
+type passMemory struct {
 	arena    model.Arena // activations of the training pass
 	refArena model.Arena // buffers of passes without backward (reference and evaluation logprobs)
 	logits   []float32   // one chunk of head logits
-	headRows int         // rows per head chunk (0: headChunkRows; tests set it to force chunking)
-	noShare  bool        // pass every sequence whole (tests and benchmarks compare with prefixes shared)
+}
+
+// bytes is the memory m holds.
+func (m *passMemory) bytes() int64 {
+	return m.arena.Bytes() + m.refArena.Bytes() + int64(len(m.logits))*4
 }
 
 // NewTrainer returns a trainer for adapter a (which must belong to b) with optimizer state opt (nil = fresh).
@@ -62,7 +76,34 @@ func NewTrainer(b *Base, a *Adapter, opt *OptimizerState) *Trainer {
 	if opt == nil {
 		opt = NewOptimizerState(a)
 	}
-	return &Trainer{base: b, adapter: a, opt: opt, grads: a.lora.ZeroLike(), budget: DefaultActivationBudget}
+	sh := b.shared
+	sh.spareMu.Lock()
+	mem := sh.spare
+	sh.spare = nil
+	sh.spareMu.Unlock()
+	if mem == nil {
+		mem = &passMemory{}
+	}
+	return &Trainer{base: b, adapter: a, opt: opt, grads: a.lora.ZeroLike(), budget: DefaultActivationBudget, mem: mem}
+}
+
+// Close hands the trainer's working memory to its base for the next trainer (the next job on the same
+// base model), which then finds its buffers mapped; the trainer must not be used after. The base keeps one
+// such memory, of at most a step's activations within the budget it was cut for (SetActivationBudget).
+func (t *Trainer) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	mem := t.mem
+	t.mem = nil
+	if mem == nil {
+		return
+	}
+	sh := t.base.shared
+	sh.spareMu.Lock()
+	defer sh.spareMu.Unlock()
+	if sh.spare == nil || sh.spare.bytes() < mem.bytes() {
+		sh.spare = mem
+	}
 }
 
 // SetActivationBudget sets the arena memory (bytes) one training pass may use; batches that need more are
@@ -72,6 +113,11 @@ func (t *Trainer) SetActivationBudget(bytes int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.budget = bytes
+	// Memory a previous trainer left (NewTrainer) that holds more than this budget allows (with the eighth
+	// the estimate adds for the arenas' unfilled blocks) would keep it above the memory it was cut for.
+	if t.mem.arena.Bytes()+t.mem.refArena.Bytes() > bytes+bytes/8 {
+		t.mem = &passMemory{}
+	}
 }
 
 // Adapter returns the adapter being trained.
@@ -138,9 +184,9 @@ func (t *Trainer) forward(ctx context.Context, batch []passSeq, lora *model.LoRA
 			}
 		}
 	}
-	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed, Arena: &t.refArena, Prefix: prefix}
+	opt := model.PassOptions{LoRA: lora, Keep: keep, DropoutSeed: seed, Arena: &t.mem.refArena, Prefix: prefix}
 	if keep {
-		opt.Arena = &t.arena
+		opt.Arena = &t.mem.arena
 	}
 	opt.Arena.Reset()
 	p, err := t.base.w.Forward(ctx, toks, opt)
@@ -279,5 +325,5 @@ func (t *Trainer) apply(rl bool, sums GradientSums, n int, opt AdamWConfig, elap
 func (t *Trainer) ReleaseMemory() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.arena, t.refArena, t.logits = model.Arena{}, model.Arena{}, nil
+	t.mem = &passMemory{}
 }
