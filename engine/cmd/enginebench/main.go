@@ -5,7 +5,7 @@
 //
 // Every workload runs in a process of its own (this binary re-executed, or torch_bench.py), so each peak
 // RSS — getrusage's ru_maxrss of that child, read by the parent the same way for both systems — belongs to
-// that workload alone: building the model, one small warm-up step and the measured step.
+// that workload alone: building the model, a warm-up step and the measured step.
 package main
 
 import (
@@ -173,8 +173,13 @@ func emit(r result) {
 }
 
 // trainWork measures one RL (CISPO, token level) or SFT step of n sequences of T random tokens whose last
-// trainable tokens get loss, LoRA rank 8 on all seven projections, after a one-sequence warm-up step. In
-// groups of group sequences, the tokens before the trainable ones are the same (a prompt and its rollouts).
+// trainable tokens get loss, LoRA rank 8 on all seven projections, after a warm-up step of as many other
+// sequences: the measured step is a worker's steady state, whose activation memory an earlier step (an
+// earlier job, through Trainer.Close) has mapped in. A one-sequence warm-up left the measured step to map
+// a gigabyte of arena first — about 300,000 pages, 1.5–2 s of the 135M step on the 2-core Zen 5 VM, whose
+// hypervisor takes an exit per page — which a service pays once per process, not per step. torch_bench.py
+// warms PyTorch up the same way. In groups of group sequences, the tokens before the trainable ones are
+// the same (a prompt and its rollouts).
 func trainWork(sh shape, work string, n, T, trainable, group int) error {
 	ctx := context.Background()
 	b, err := engine.NewRandomBase(sh.name, []byte(sh.config), 1)
@@ -223,7 +228,7 @@ func trainWork(sh shape, work string, n, T, trainable, group int) error {
 		}
 		return tr.SFTStep(ctx, seqs, engine.DefaultAdamWConfig())
 	}
-	if _, err := step(mk(1, 1)); err != nil {
+	if _, err := step(mk(n, 1)); err != nil {
 		return err
 	}
 	batch := mk(n, 2)

@@ -251,7 +251,8 @@ def main():
         m = Llama(c, 8, 16)
         opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4, weight_decay=0)
         adv = torch.randn(a.seqs, generator=gen)
-        train_step(m, opt, batch(1, a.len, V, gen), a.trainable, a.work, adv, a.micro)  # warm-up
+        # warm-up: a step of as many other sequences, as the engine's (enginebench's trainWork)
+        train_step(m, opt, batch(a.seqs, a.len, V, gen), a.trainable, a.work, adv, a.micro)
         ids = batch(a.seqs, a.len, V, gen)
         t = time.perf_counter()
         train_step(m, opt, ids, a.trainable, a.work, adv, a.micro)
