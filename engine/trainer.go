@@ -66,10 +66,11 @@ type passMemory struct {
 	logits   []float32   // one chunk of head logits
 }
 
+// arenaBytes is the memory m's arenas hold, what the activation budget bounds.
+func (m *passMemory) arenaBytes() int64 { return m.arena.Bytes() + m.refArena.Bytes() }
+
 // bytes is the memory m holds.
-func (m *passMemory) bytes() int64 {
-	return m.arena.Bytes() + m.refArena.Bytes() + int64(len(m.logits))*4
-}
+func (m *passMemory) bytes() int64 { return m.arenaBytes() + int64(len(m.logits))*4 }
 
 // NewTrainer returns a trainer for adapter a (which must belong to b) with optimizer state opt (nil = fresh).
 func NewTrainer(b *Base, a *Adapter, opt *OptimizerState) *Trainer {
@@ -115,7 +116,7 @@ func (t *Trainer) SetActivationBudget(bytes int64) {
 	t.budget = bytes
 	// Memory a previous trainer left (NewTrainer) that holds more than this budget allows (with the eighth
 	// the estimate adds for the arenas' unfilled blocks) would keep it above the memory it was cut for.
-	if t.mem.arena.Bytes()+t.mem.refArena.Bytes() > bytes+bytes/8 {
+	if t.mem.arenaBytes() > bytes+bytes/8 {
 		t.mem = &passMemory{}
 	}
 }
@@ -318,12 +319,4 @@ func (t *Trainer) apply(rl bool, sums GradientSums, n int, opt AdamWConfig, elap
 		stats["num_trained_sequences"] = float64(sums.Trained)
 	}
 	return stats, nil
-}
-
-// ReleaseMemory drops the trainer's activation buffers (they are reused between steps and otherwise stay
-// allocated at the size of the largest batch seen); the next step allocates them again.
-func (t *Trainer) ReleaseMemory() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.mem = &passMemory{}
 }
