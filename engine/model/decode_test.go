@@ -217,18 +217,9 @@ func TestSharedPrefix(t *testing.T) {
 				}
 			}
 			before := slices.Clone(leader.K[0])
-			for step := range 7 { // the tiny models' context is 16
-				toks := []int{step, 2 * step, 3*step + 1, 5}
-				got, err := w.Decode(ctx, shared, toks, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := w.Decode(ctx, own, toks, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				closeAll(t, fmt.Sprintf("step %d logits", step), got, want)
-			}
+			decodeAlike(t, w, shared, own, 7, func(step int) []int { // the tiny models' context is 16
+				return []int{step, 2 * step, 3*step + 1, 5}
+			})
 			if !slices.Equal(before, leader.K[0]) {
 				t.Fatal("decoding the sharing caches changed the shared positions")
 			}
@@ -274,16 +265,22 @@ func TestRebase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for step := range 5 {
-		toks := []int{step, 2*step + 1}
-		got, err := w.Decode(ctx, []*Cache{part, clone}, toks, nil)
+	decodeAlike(t, w, []*Cache{part, clone}, own, 5, func(step int) []int { return []int{step, 2*step + 1} })
+}
+
+// decodeAlike decodes steps tokens (toks(step), one per cache) into caches got and into caches want, which
+// hold the same positions, and checks that every step's logits agree.
+func decodeAlike(t *testing.T, w *Weights, got, want []*Cache, steps int, toks func(step int) []int) {
+	t.Helper()
+	for step := range steps {
+		g, err := w.Decode(context.Background(), got, toks(step), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := w.Decode(ctx, own, toks, nil)
+		x, err := w.Decode(context.Background(), want, toks(step), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		closeAll(t, fmt.Sprintf("step %d logits", step), got, want)
+		closeAll(t, fmt.Sprintf("step %d logits", step), g, x)
 	}
 }

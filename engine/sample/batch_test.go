@@ -285,15 +285,22 @@ func TestBatcherChunkedPrefill(t *testing.T) {
 	}
 }
 
+// systemPrompt is a shared start of two whole prompt blocks and a part of one (a system prompt before
+// different questions).
+func systemPrompt() []int {
+	system := make([]int, 2*promptBlock+5)
+	for i := range system {
+		system[i] = (5*i + 1) % 64
+	}
+	return system
+}
+
 // TestBatcherSharesStarts: a prompt that starts like a kept one (a shared system prompt, then another
 // question) copies the shared blocks and prefills only the rest, and samples what it samples alone.
 func TestBatcherSharesStarts(t *testing.T) {
 	w := testWeights(t)
 	b := NewBatcher(w, byteVocab{})
-	system := make([]int, 2*promptBlock+5)
-	for i := range system {
-		system[i] = (5*i + 1) % 64
-	}
+	system := systemPrompt()
 	p := Params{Temperature: 1, Seed: 4, MaxTokens: 5}
 	a := append(slices.Clone(system), 10, 11, 12)
 	c := append(slices.Clone(system), 20, 21)
@@ -317,10 +324,7 @@ func TestBatcherSharesStarts(t *testing.T) {
 func TestBatcherGroupSharesAStartedPrompt(t *testing.T) {
 	w := testWeights(t)
 	b := NewBatcher(w, byteVocab{})
-	system := make([]int, 2*promptBlock+5)
-	for i := range system {
-		system[i] = (5*i + 1) % 64
-	}
+	system := systemPrompt()
 	first := append(slices.Clone(system), 10, 11, 12)
 	if _, err := b.Run(context.Background(), nil, first, Params{Temperature: 1, Seed: 1, MaxTokens: 3}, nil); err != nil {
 		t.Fatal(err)
