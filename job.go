@@ -149,4 +149,10 @@ type EventStore interface {
 	LastEvent(ctx context.Context, jobID string) (*Event, error)
 	// CountEvents returns how many events of type typ the job has.
 	CountEvents(ctx context.Context, jobID string, typ EventType) (int, error)
+	// EndJob appends the job's terminal event (training_ended or
+	// training_failed) after its last one and applies u (its terminal
+	// status) in one transaction, so the event and the status are seen
+	// together. A job that already has a terminal event keeps it and it is
+	// returned; u is applied again only when that event is of e's type.
+	EndJob(ctx context.Context, e *Event, u JobUpdate) (*Event, error)
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // Complete records the job's checkpoint row (its objects were stored by the
-// last Train activity), then the training_ended event, then the COMPLETED
-// status, in that order, so a client that sees training_ended finds the
-// checkpoint. Every write is idempotent.
+// last Train activity), drops the job's scratch state, then records the
+// training_ended event and the COMPLETED status together, in that order, so
+// a client that sees training_ended (or COMPLETED) finds the checkpoint and
+// the other of the two. Every write is idempotent.
 func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 	job, err := a.d.Jobs.GetJob(ctx, in.JobID)
 	if err != nil {
@@ -35,30 +36,27 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 			fmt.Sprintf("checkpoint step %d of the model was written by another job meanwhile", in.CheckpointStep),
 			ErrConflict, nil)
 	}
-	data := map[string]any{"step": in.CheckpointStep, "num_gradient_steps": in.TotalSteps}
-	seq, err := appendTerminal(ctx, a.d.Events, job.ID, trainyard.EventTrainingEnded, data)
-	if err != nil {
-		return classify(err, "record training_ended")
-	}
-	if want := in.TotalSteps + 2 + in.EventOffset; seq != want {
-		// Only a failed job (closed by someone else) lands here; the
-		// checkpoint stays, as checkpoints of cancelled jobs do.
-		a.d.Logger.Warn("job already had a terminal event", zap.String("job_id", job.ID),
-			zap.Int("seq", seq), zap.Int("expected_seq", want))
-	}
-	// The plan and intermediate state go before the status says COMPLETED,
-	// so a client that sees a finished job sees what it keeps.
+	// The plan and intermediate state go before the job is seen to end, so
+	// a client that sees a finished job sees what it keeps.
 	if err := a.dropScratch(ctx, job.ID); err != nil {
 		return err
 	}
 	status := trainyard.JobCompleted
 	now := time.Now().UTC()
 	step := in.CheckpointStep
-	err = a.d.Jobs.UpdateJob(ctx, job.ID, trainyard.JobUpdate{
-		Status: &status, FinishedAt: &now, Checkpoint: &step, CurrentStep: &in.TotalSteps,
-	})
+	ended, err := a.d.Events.EndJob(ctx,
+		&trainyard.Event{JobID: job.ID, Type: trainyard.EventTrainingEnded,
+			Data: map[string]any{"step": in.CheckpointStep, "num_gradient_steps": in.TotalSteps}},
+		trainyard.JobUpdate{Status: &status, FinishedAt: &now, Checkpoint: &step, CurrentStep: &in.TotalSteps})
 	if err != nil {
-		return classify(err, "mark job completed")
+		return classify(err, "record training_ended and the COMPLETED status")
+	}
+	if want := in.TotalSteps + 2 + in.EventOffset; ended.Type != trainyard.EventTrainingEnded || ended.Seq != want {
+		// Only a job closed by someone else meanwhile lands here; the
+		// checkpoint stays, as checkpoints of cancelled jobs do.
+		a.d.Logger.Warn("job already had a terminal event", zap.String("job_id", job.ID),
+			zap.String("type", string(ended.Type)), zap.Int("seq", ended.Seq), zap.Int("expected_seq", want))
+		return nil
 	}
 	telemetry.JobsEnded.WithLabelValues(string(job.Kind), string(trainyard.JobCompleted)).Inc()
 	a.d.Logger.Info("job completed", zap.String("job_id", job.ID), zap.String("model_id", job.ModelID),

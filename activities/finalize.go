@@ -21,16 +21,9 @@ import (
 // The sequence number is taken from the last stored event rather than from
 // the workflow, because a cancelled step may have recorded its gradient_step
 // event just before it stopped.
-func Finalize(ctx context.Context, jobs trainyard.JobStore, events trainyard.EventStore, jobID string, status trainyard.JobStatus, message string) error {
+func Finalize(ctx context.Context, events trainyard.EventStore, jobID string, status trainyard.JobStatus, message string) error {
 	if !status.Terminal() || status == trainyard.JobCompleted {
 		return fmt.Errorf("finalize job %s: status %s is not a failure status", jobID, status)
-	}
-	_, err := appendTerminal(ctx, events, jobID, trainyard.EventTrainingFailed, map[string]any{"error_message": message})
-	if isCode(err, trainyard.ENOTFOUND) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("finalize job %s: %w", jobID, err)
 	}
 	// The progress row trails the events by up to a ProgressInterval; the
 	// closed job reports every gradient_step it recorded (pauses add
@@ -40,45 +33,13 @@ func Finalize(ctx context.Context, jobs trainyard.JobStore, events trainyard.Eve
 		return fmt.Errorf("finalize job %s: %w", jobID, err)
 	}
 	now := time.Now().UTC()
-	err = jobs.UpdateJob(ctx, jobID, trainyard.JobUpdate{Status: &status, Error: &message, FinishedAt: &now, CurrentStep: &done})
+	_, err = events.EndJob(ctx,
+		&trainyard.Event{JobID: jobID, Type: trainyard.EventTrainingFailed, Data: map[string]any{"error_message": message}},
+		trainyard.JobUpdate{Status: &status, Error: &message, FinishedAt: &now, CurrentStep: &done})
 	if err != nil && !isCode(err, trainyard.ENOTFOUND) {
 		return fmt.Errorf("finalize job %s: %w", jobID, err)
 	}
 	return nil
-}
-
-// appendTerminal appends a terminal event after the job's last event unless
-// it already has one. It returns the sequence number of the job's terminal
-// event.
-func appendTerminal(ctx context.Context, events trainyard.EventStore, jobID string, typ trainyard.EventType, data map[string]any) (int, error) {
-	// A write can lose a race with a straggling step's gradient_step (same
-	// seq: the store keeps the first) or with another closer (a second
-	// terminal event: ECONFLICT); either way, read again and retry.
-	for attempt := 0; ; attempt++ {
-		seq := 1
-		last, err := events.LastEvent(ctx, jobID)
-		switch {
-		case err == nil && isTerminal(last.Type):
-			return last.Seq, nil
-		case err == nil:
-			seq = last.Seq + 1
-		case !isCode(err, trainyard.ENOTFOUND):
-			return 0, err
-		}
-		stored, err := events.AppendEvent(ctx, &trainyard.Event{JobID: jobID, Seq: seq, Type: typ, Data: data})
-		switch {
-		case err == nil && stored.Type == typ:
-			return stored.Seq, nil
-		case err != nil && !isCode(err, trainyard.ECONFLICT):
-			return 0, err
-		case attempt == 2:
-			return 0, fmt.Errorf("append %s event to job %s: lost the race three times", typ, jobID)
-		}
-	}
-}
-
-func isTerminal(t trainyard.EventType) bool {
-	return t == trainyard.EventTrainingEnded || t == trainyard.EventTrainingFailed
 }
 
 // Fail is the activity that closes a failed or cancelled job (see Finalize).
@@ -87,7 +48,7 @@ func (a *Activities) Fail(ctx context.Context, in FailInput) error {
 	if err := a.dropScratch(ctx, in.JobID); err != nil {
 		return err
 	}
-	if err := Finalize(ctx, a.d.Jobs, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
+	if err := Finalize(ctx, a.d.Events, in.JobID, in.Status, in.Message); err != nil {
 		return classify(err, "record the job's failure")
 	}
 	if job, err := a.d.Jobs.GetJob(ctx, in.JobID); err == nil {
@@ -127,14 +88,14 @@ func DropScratch(ctx context.Context, blobs trainyard.BlobStore, jobID string) e
 // first pass and the close is not its own to delete (it drops a closed
 // job's scratch when it returns, but it found the job open), so the second
 // pass does; whatever it stores after the close, it deletes itself.
-func CloseAbandoned(ctx context.Context, jobs trainyard.JobStore, events trainyard.EventStore, blobs trainyard.BlobStore,
+func CloseAbandoned(ctx context.Context, events trainyard.EventStore, blobs trainyard.BlobStore,
 	jobID string, status trainyard.JobStatus, message string) error {
 	if blobs != nil {
 		if err := DropScratch(ctx, blobs, jobID); err != nil {
 			return err
 		}
 	}
-	if err := Finalize(ctx, jobs, events, jobID, status, message); err != nil {
+	if err := Finalize(ctx, events, jobID, status, message); err != nil {
 		return err
 	}
 	if blobs == nil {

@@ -119,7 +119,7 @@ func (a *Activities) unblock(ctx context.Context, head *trainyard.Job) error {
 		status, msg := ClosedWorkflowOutcome(st.Status)
 		a.d.Logger.Warn("finalising a job whose workflow closed without finishing it",
 			zap.String("job_id", head.ID), zap.String("workflow_status", st.Status))
-		return CloseAbandoned(ctx, a.d.Jobs, a.d.Events, a.d.Blobs, head.ID, status, msg)
+		return CloseAbandoned(ctx, a.d.Events, a.d.Blobs, head.ID, status, msg)
 	}
 }
 

@@ -173,10 +173,10 @@ func TestFinaliseIsIdempotent(t *testing.T) {
 		must(t, err)
 	}
 	for range 3 {
-		must(t, Finalize(ctx, f.db, f.db, job.ID, trainyard.JobCancelled, "cancelled"))
+		must(t, Finalize(ctx, f.db, job.ID, trainyard.JobCancelled, "cancelled"))
 	}
 	// A later, different outcome does not replace the first.
-	must(t, Finalize(ctx, f.db, f.db, job.ID, trainyard.JobFailed, "boom"))
+	must(t, Finalize(ctx, f.db, job.ID, trainyard.JobFailed, "boom"))
 	evs := f.events(t, job.ID)
 	if len(evs) != 3 || evs[2].Type != trainyard.EventTrainingFailed || evs[2].Data["error_message"] != "cancelled" {
 		t.Fatalf("events = %v", eventTypes(evs))
@@ -189,8 +189,8 @@ func TestFinaliseIsIdempotent(t *testing.T) {
 		t.Fatalf("job = %+v", j)
 	}
 	// A deleted job is not an error.
-	must(t, Finalize(ctx, f.db, f.db, "0190f5f0-0000-7000-8000-00000000dead", trainyard.JobFailed, "x"))
-	if err := Finalize(ctx, f.db, f.db, job.ID, trainyard.JobCompleted, ""); err == nil {
+	must(t, Finalize(ctx, f.db, "0190f5f0-0000-7000-8000-00000000dead", trainyard.JobFailed, "x"))
+	if err := Finalize(ctx, f.db, job.ID, trainyard.JobCompleted, ""); err == nil {
 		t.Fatal("Finalize accepted COMPLETED")
 	}
 }

@@ -127,7 +127,7 @@ func TestPauseBeforeAnyStep(t *testing.T) {
 		t.Fatalf("%d steps recorded", n)
 	}
 	// A closed job cannot be asked to pause or be paused.
-	must(t, Finalize(ctx, f.db, f.db, job.ID, trainyard.JobCancelled, "cancelled"))
+	must(t, Finalize(ctx, f.db, job.ID, trainyard.JobCancelled, "cancelled"))
 	if err := f.run(t, f.acts.RequestPause, RequestPauseInput{JobID: job.ID}, nil); err == nil {
 		t.Fatal("RequestPause of a cancelled job succeeded")
 	}
@@ -148,7 +148,7 @@ func TestFinalizeCountsStepsAcrossPauses(t *testing.T) {
 		_, err := f.db.AppendEvent(ctx, &trainyard.Event{JobID: job.ID, Seq: seq + 1, Type: typ})
 		must(t, err)
 	}
-	must(t, Finalize(ctx, f.db, f.db, job.ID, trainyard.JobCancelled, "cancelled"))
+	must(t, Finalize(ctx, f.db, job.ID, trainyard.JobCancelled, "cancelled"))
 	got, err := f.db.GetJob(ctx, job.ID)
 	must(t, err)
 	if got.Status != trainyard.JobCancelled || got.CurrentStep != 2 {

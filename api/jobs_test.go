@@ -102,7 +102,7 @@ func (f *fakeWorkflows) ReconcileJob(ctx context.Context, job *trainyard.Job) (*
 		return job, nil
 	}
 	status, msg := activities.ClosedWorkflowOutcome(st.Status)
-	if err := activities.Finalize(ctx, f.db, f.db, job.ID, status, msg); err != nil {
+	if err := activities.Finalize(ctx, f.db, job.ID, status, msg); err != nil {
 		return nil, err
 	}
 	return f.db.GetJob(ctx, job.ID)

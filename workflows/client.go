@@ -120,7 +120,7 @@ func (c *Client) CancelJob(ctx context.Context, jobID string) error {
 		return err
 	}
 	if !st.Exists {
-		return activities.Finalize(ctx, c.opts.Jobs, c.opts.Events, jobID, trainyard.JobCancelled, "cancelled")
+		return activities.Finalize(ctx, c.opts.Events, jobID, trainyard.JobCancelled, "cancelled")
 	}
 	job, err := c.opts.Jobs.GetJob(ctx, jobID)
 	if err != nil {
@@ -207,7 +207,7 @@ func (c *Client) ReconcileJob(ctx context.Context, job *trainyard.Job) (*trainya
 		return job, nil
 	}
 	status, msg := activities.ClosedWorkflowOutcome(st.Status)
-	if err := activities.CloseAbandoned(ctx, c.opts.Jobs, c.opts.Events, c.opts.Blobs, job.ID, status, msg); err != nil {
+	if err := activities.CloseAbandoned(ctx, c.opts.Events, c.opts.Blobs, job.ID, status, msg); err != nil {
 		return nil, err
 	}
 	return c.opts.Jobs.GetJob(ctx, job.ID)

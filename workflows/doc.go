@@ -10,7 +10,7 @@
 //	WaitTurn  wait until no older unfinished job on the model remains
 //	Prepare   load, validate and tokenise the input; training_started
 //	Train     gradient steps (one or more per activity), gradient_step each
-//	Complete  checkpoint row, then training_ended, then COMPLETED
+//	Complete  checkpoint row, then training_ended and COMPLETED together
 //
 // Prepare and Train run on compute queues, which workers poll with a small
 // concurrency limit (training keeps every core busy), so the bookkeeping

@@ -90,6 +90,69 @@ func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.E
 	return stored, nil
 }
 
+// EndJob appends the job's terminal event e after its last event (e.Seq is
+// ignored and chosen here) and applies u to the job in the same transaction,
+// so whoever reads a training_ended or training_failed event finds the job's
+// terminal status too, and the other way round. A job that already has a
+// terminal event keeps it and it is returned; u is applied again only when
+// that event is of e's type (a retried call), so a job closed one way is
+// never given the other way's status. A missing job is ENOTFOUND.
+func (db *DB) EndJob(ctx context.Context, e *trainyard.Event, u trainyard.JobUpdate) (*trainyard.Event, error) {
+	jid, err := parseID("job", e.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if e.Type != trainyard.EventTrainingEnded && e.Type != trainyard.EventTrainingFailed {
+		return nil, trainyard.Errorf(trainyard.EINVALID, "event type %q does not end a job", e.Type)
+	}
+	id, err := idOrNew("event", e.ID)
+	if err != nil {
+		return nil, err
+	}
+	data := []byte("{}")
+	if e.Data != nil {
+		if data, err = json.Marshal(e.Data); err != nil {
+			return nil, trainyard.WrapError(trainyard.EINVALID, err, "event data of job %s is not JSON-encodable", e.JobID)
+		}
+	}
+	var stored *trainyard.Event
+	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		// The row lock orders this against every other append to the job
+		// (AppendEvent takes it too), so the sequence number read below is
+		// still the last one when the event is written.
+		tag, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, jid)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return trainyard.Errorf(trainyard.ENOTFOUND, "job %s not found", e.JobID)
+		}
+		stored, err = scanEvent(tx.QueryRow(ctx, `SELECT `+eventColumns+` FROM events
+			WHERE job_id = $1 AND type IN `+terminalEventTypes, jid))
+		switch {
+		case err == nil && stored.Type != e.Type:
+			return nil
+		case err == nil:
+			return updateJob(ctx, tx, e.JobID, u)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		stored, err = scanEvent(tx.QueryRow(ctx, `
+			INSERT INTO events (id, job_id, seq, type, data)
+			SELECT $1, $2, COALESCE(max(seq), 0) + 1, $3, $4 FROM events WHERE job_id = $2
+			RETURNING `+eventColumns,
+			id, jid, e.Type, data))
+		if err != nil {
+			return err
+		}
+		return updateJob(ctx, tx, e.JobID, u)
+	})
+	if err != nil {
+		return nil, translate(err, "terminal event of job %s", e.JobID)
+	}
+	return stored, nil
+}
+
 // ListEvents pages through a job's events by Seq, oldest first unless
 // opts.Order is desc. opts.After is an event id of this job (exclusive); any
 // other id is EINVALID.

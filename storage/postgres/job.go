@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/trainyard/trainyard"
@@ -173,6 +174,15 @@ func (db *DB) ListJobs(ctx context.Context, accountID, modelID string, opts trai
 // wins (a late cancel cannot turn COMPLETED into CANCELLED), while progress
 // fields may still be filled in.
 func (db *DB) UpdateJob(ctx context.Context, jobID string, u trainyard.JobUpdate) error {
+	return updateJob(ctx, db.pool, jobID, u)
+}
+
+// execer runs one statement: the pool, or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func updateJob(ctx context.Context, q execer, jobID string, u trainyard.JobUpdate) error {
 	jid, err := parseID("job", jobID)
 	if err != nil {
 		return err
@@ -191,7 +201,7 @@ func (db *DB) UpdateJob(ctx context.Context, jobID string, u trainyard.JobUpdate
 			return err
 		}
 	}
-	tag, err := db.pool.Exec(ctx, `
+	tag, err := q.Exec(ctx, `
 		UPDATE jobs SET
 			status         = CASE WHEN status IN `+terminalStatuses+` THEN status ELSE COALESCE($2, status) END,
 			error          = CASE WHEN status IN `+terminalStatuses+` THEN error ELSE COALESCE($3, error) END,
