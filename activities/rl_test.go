@@ -81,23 +81,7 @@ func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 	cfg := jobspec.JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-3, "loss_fn": "cispo"}`)}
 
 	runJob := func(wantBase int) (*trainyard.Job, TrainResult) {
-		job := f.newJob(t, f.model, trainyard.JobKindRL, cfg, input)
-		var turn WaitTurnResult
-		must(t, f.run(t, f.acts.WaitTurn, WaitTurnInput{JobID: job.ID}, &turn))
-		if turn.BaseStep != wantBase {
-			t.Fatalf("base step %d, want %d", turn.BaseStep, wantBase)
-		}
-		var prep PrepareResult
-		must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL, BaseStep: turn.BaseStep}, &prep))
-		// The two groups with signal, less any trajectory at its group's
-		// mean, plus the first trajectories' additional histories.
-		if prep.TotalSteps != 1 || prep.NumExamples != trainable {
-			t.Fatalf("Prepare = %+v, want %d examples", prep, trainable)
-		}
-		var r TrainResult
-		must(t, f.run(t, f.acts.Train, TrainInput{JobID: job.ID, BaseStep: turn.BaseStep, TotalSteps: 1}, &r))
-		must(t, f.run(t, f.acts.Complete, CompleteInput{JobID: job.ID, CheckpointStep: turn.BaseStep + 1, TotalSteps: 1, Metrics: r.Metrics}, nil))
-		return job, r
+		return f.runRLJob(t, cfg, input, trainable, wantBase)
 	}
 
 	job1, r1 := runJob(0)
@@ -139,6 +123,82 @@ func TestRLJobsAdvanceTheStepCounter(t *testing.T) {
 	w2 := f.checkpointFile(t, f.model, 2, trainyard.AdapterWeightsFile)
 	if bytes.Equal(w1, w2) {
 		t.Fatal("checkpoint 2 has the weights of checkpoint 1")
+	}
+}
+
+// runRLJob runs an RL job on f.model through WaitTurn, Prepare, Train and
+// Complete, as its workflow would, checking that it starts from checkpoint
+// wantBase and trains on trainable examples in one step.
+func (f *fixture) runRLJob(t *testing.T, cfg jobspec.JobConfig, input []byte, trainable, wantBase int) (*trainyard.Job, TrainResult) {
+	t.Helper()
+	job := f.newJob(t, f.model, trainyard.JobKindRL, cfg, input)
+	var turn WaitTurnResult
+	must(t, f.run(t, f.acts.WaitTurn, WaitTurnInput{JobID: job.ID}, &turn))
+	if turn.BaseStep != wantBase {
+		t.Fatalf("base step %d, want %d", turn.BaseStep, wantBase)
+	}
+	var prep PrepareResult
+	must(t, f.run(t, f.acts.Prepare, PrepareInput{JobID: job.ID, Kind: trainyard.JobKindRL, BaseStep: turn.BaseStep}, &prep))
+	// The two groups with signal, less any trajectory at its group's
+	// mean, plus the first trajectories' additional histories.
+	if prep.TotalSteps != 1 || prep.NumExamples != trainable {
+		t.Fatalf("Prepare = %+v, want %d examples", prep, trainable)
+	}
+	var r TrainResult
+	must(t, f.run(t, f.acts.Train, TrainInput{JobID: job.ID, BaseStep: turn.BaseStep, TotalSteps: 1}, &r))
+	must(t, f.run(t, f.acts.Complete, CompleteInput{JobID: job.ID, CheckpointStep: turn.BaseStep + 1, TotalSteps: 1, Metrics: r.Metrics}, nil))
+	return job, r
+}
+
+// TestNextJobStartsFromTheCheckpointInMemory checks that a job that starts
+// from the checkpoint the worker's previous job wrote takes that job's
+// state from memory (ART's loop: a job per iteration) and that it is the
+// stored checkpoint, byte for byte; a checkpoint row naming another job
+// sends it back to the store.
+func TestNextJobStartsFromTheCheckpointInMemory(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, nil)
+	ctx := context.Background()
+	input, trainable := sampledGroups(t, 3, 4)
+	cfg := jobspec.JobConfig{ExperimentalConfig: json.RawMessage(`{"learning_rate": 5e-3, "loss_fn": "cispo"}`)}
+	job1, _ := f.runRLJob(t, cfg, input, trainable, 0)
+
+	st, writer := f.acts.states.takeCheckpoint(f.model.ID, 1)
+	if st == nil || writer != job1.ID {
+		t.Fatalf("the worker kept checkpoint 1 as written by %q, want job %s", writer, job1.ID)
+	}
+	files, err := encodeState(st)
+	must(t, err)
+	for _, file := range files {
+		if !bytes.Equal(file.data, f.checkpointFile(t, f.model, 1, file.name)) {
+			t.Fatalf("%s in memory differs from the stored checkpoint's", file.name)
+		}
+	}
+	f.acts.states.putCheckpoint(f.model.ID, 1, writer, st)
+
+	before := f.acts.loaded.Load()
+	f.runRLJob(t, cfg, input, trainable, 1)
+	if read := f.acts.loaded.Load() - before; read != 0 {
+		t.Fatalf("the job after it read %d bytes of state from the store", read)
+	}
+	if bytes.Equal(f.checkpointFile(t, f.model, 1, trainyard.AdapterWeightsFile), f.checkpointFile(t, f.model, 2, trainyard.AdapterWeightsFile)) {
+		t.Fatal("checkpoint 2 has the weights of checkpoint 1")
+	}
+
+	// An entry whose writer the checkpoint row does not name is not used,
+	// nor one of another step.
+	job3 := f.newJob(t, f.model, trainyard.JobKindRL, cfg, input)
+	st2, _ := f.acts.states.takeCheckpoint(f.model.ID, 2)
+	if st2 == nil {
+		t.Fatal("the worker did not keep checkpoint 2")
+	}
+	f.acts.states.putCheckpoint(f.model.ID, 2, job1.ID, st2)
+	if f.acts.cachedState(ctx, job3, 2, 0) != nil {
+		t.Fatal("a checkpoint the row says another job wrote was taken from memory")
+	}
+	f.acts.states.putCheckpoint(f.model.ID, 2, job1.ID, st2)
+	if f.acts.cachedState(ctx, job3, 1, 0) != nil {
+		t.Fatal("checkpoint 2's state served a job starting from checkpoint 1")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -32,6 +33,31 @@ func stateFile(done int, name string) string {
 type trainState struct {
 	adapter *engine.Adapter
 	opt     *engine.OptimizerState
+}
+
+// cachedState takes the state a chunk of job continues from out of this
+// worker's memory, or returns nil: the job's own last chunk's state, or, for
+// the first chunk of a job, the checkpoint it starts from when a job of this
+// worker wrote it, and the model's checkpoint row still names that job (a
+// step deleted and written again by another job is read from the store).
+func (a *Activities) cachedState(ctx context.Context, job *trainyard.Job, baseStep, done int) *trainState {
+	if st := a.states.take(job.ID, baseStep, done); st != nil {
+		telemetry.StateCacheHits.Inc()
+		return st
+	}
+	if done != 0 || baseStep == 0 {
+		return nil
+	}
+	st, writer := a.states.takeCheckpoint(job.ModelID, baseStep)
+	if st == nil {
+		return nil
+	}
+	ck, err := a.d.Models.FindCheckpoint(ctx, job.ModelID, baseStep)
+	if err != nil || ck.JobID == nil || *ck.JobID != writer {
+		return nil
+	}
+	telemetry.StateCacheHits.Inc()
+	return st
 }
 
 // loadState opens the state after done steps of a job that started from
@@ -104,9 +130,30 @@ func (a *Activities) loadState(ctx context.Context, job *trainyard.Job, base *en
 }
 
 // stateFiles are a training state's stored files, encoded.
-type stateFiles []struct {
+type stateFiles []encodedFile
+
+// encodedFile is one file of a training state.
+type encodedFile struct {
 	name string
 	data []byte
+}
+
+// putEach stores every file with put, all at once: one after another, the
+// state of a 135M model's job (optimizer moments, adapter, config) took
+// 0.2–0.6 s of its time. The error is the first file's that failed.
+func (fs stateFiles) putEach(put func(encodedFile) error) error {
+	errs := make([]error, len(fs))
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		wg.Go(func() { errs[i] = put(f) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // size is the bytes the files take.
@@ -143,12 +190,10 @@ func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, files st
 		telemetry.StateBytes.Add(float64(len(f.data)))
 	}
 	if done < total {
-		for _, f := range files {
-			if err := a.d.Blobs.PutJobInput(ctx, job.ID, stateFile(done, f.name), bytes.NewReader(f.data), int64(len(f.data))); err != nil {
-				return classify(err, "store the job's training state")
-			}
-		}
-		return nil
+		err := files.putEach(func(f encodedFile) error {
+			return a.d.Blobs.PutJobInput(ctx, job.ID, stateFile(done, f.name), bytes.NewReader(f.data), int64(len(f.data)))
+		})
+		return classify(err, "store the job's training state")
 	}
 	// The next job on the model may write this step once this job is
 	// closed, so a job closed under this activity must not touch it.
@@ -167,12 +212,10 @@ func (a *Activities) saveState(ctx context.Context, job *trainyard.Job, files st
 	case !isCode(err, trainyard.ENOTFOUND):
 		return classify(err, "look up the new checkpoint")
 	}
-	for _, f := range files {
-		if err := a.d.Blobs.PutCheckpointFile(ctx, job.ModelID, step, f.name, bytes.NewReader(f.data), int64(len(f.data))); err != nil {
-			return classify(err, fmt.Sprintf("store checkpoint %d", step))
-		}
-	}
-	return nil
+	err = files.putEach(func(f encodedFile) error {
+		return a.d.Blobs.PutCheckpointFile(ctx, job.ModelID, step, f.name, bytes.NewReader(f.data), int64(len(f.data)))
+	})
+	return classify(err, fmt.Sprintf("store checkpoint %d", step))
 }
 
 // stateReader reports the bytes of state read through it.

@@ -78,11 +78,11 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	// The state the job's previous chunk left in this worker's memory, or
 	// else the stored one (the first chunk, or the job moved here).
 	loadedBefore := a.loaded.Load()
-	st := a.states.take(job.ID, in.BaseStep, from)
-	if st != nil {
-		telemetry.StateCacheHits.Inc()
-	} else if st, err = a.loadState(ctx, job, base, p, in.BaseStep, from); err != nil {
-		return nil, err
+	st := a.cachedState(ctx, job, in.BaseStep, from)
+	if st == nil {
+		if st, err = a.loadState(ctx, job, base, p, in.BaseStep, from); err != nil {
+			return nil, err
+		}
 	}
 	est, err := a.fitMemory(base, p, st.adapter.Config())
 	if err != nil {
@@ -163,6 +163,9 @@ func (a *Activities) Train(ctx context.Context, in TrainInput) (*TrainResult, er
 	// worker is stopping, or another job waits for its slot (the jobs take
 	// turns): then it goes to any holder of the base model.
 	own := workerQueue(ctx)
+	if done == total && !closed(stopping) {
+		a.states.putCheckpoint(job.ModelID, in.BaseStep+1, job.ID, st)
+	}
 	if done < total && !closed(stopping) {
 		a.states.put(job.ID, in.BaseStep, done, st)
 		if a.othersWaiting() {
