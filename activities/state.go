@@ -168,7 +168,12 @@ func (fs stateFiles) size() int64 {
 // encodeState encodes the state's files: optimizer state, adapter config
 // and adapter weights.
 func encodeState(st *trainState) (stateFiles, error) {
+	// Sized up front (the tensors, plus room for the headers): grown by
+	// doubling, the buffers copied and faulted in twice the state's bytes.
 	var weights, opt bytes.Buffer
+	n := int(st.adapter.SizeBytes())
+	weights.Grow(n + n/16 + 64<<10)
+	opt.Grow(2*n + n/8 + 64<<10)
 	if err := st.adapter.WriteWeights(&weights); err != nil {
 		return nil, fmt.Errorf("encode adapter: %w", err)
 	}
