@@ -13,3 +13,6 @@ func useSIMDVectors() {}
 
 // useSmallRows keeps the row-by-row gemv for few-row products outside amd64.
 func useSmallRows() {}
+
+// Prefetch is a hint with no portable form: nothing outside amd64.
+func Prefetch(x []float32) {}

@@ -5147,3 +5147,23 @@ blocksn_loop:
 blocksn_done:
 	VZEROUPPER
 	RET
+
+// func prefetchL2(p *float32, n int)
+// Requires: MMX+
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	LEAQ (AX)(CX*1), CX
+
+prefetch_loop:
+	CMPQ       AX, CX
+	JAE        prefetch_done
+	PREFETCHT1 (AX)
+	PREFETCHT1 64(AX)
+	PREFETCHT1 128(AX)
+	PREFETCHT1 192(AX)
+	ADDQ       $0x00000100, AX
+	JMP        prefetch_loop
+
+prefetch_done:
+	RET

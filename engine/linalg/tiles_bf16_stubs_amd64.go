@@ -156,3 +156,6 @@ func packPairs32AVX512(dst *uint16, src *uint16, rows int, ldb int, mask uint32,
 // on) to dst one after another, each transposed from pairs along W's columns to pairs along its rows
 // (see pairBlocksN in _asmgen); shuf is the 64-byte VPSHUFB mask that swaps each 64-bit pair's middle words.
 func pairBlocksNAVX512(dst *uint16, src *uint16, blocks int, stride int, shuf *byte)
+
+// prefetchL2 asks for the n bytes from p into the L2 cache, a line at a time; it never faults.
+func prefetchL2(p *float32, n int)

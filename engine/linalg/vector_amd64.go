@@ -120,3 +120,12 @@ func useSIMDVectors() {
 		}
 	}
 }
+
+// Prefetch asks for x's memory to be brought into the cache, without waiting for it: for data a caller
+// will read soon in a stream too short for the hardware prefetcher (a decoding sequence's own keys and
+// values, a few kilobytes per head).
+func Prefetch(x []float32) {
+	if len(x) > 0 {
+		prefetchL2(&x[0], 4*len(x))
+	}
+}

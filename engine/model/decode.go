@@ -126,6 +126,19 @@ func (c *Cache) runs(l, h, from, to int) (rs [2]kvRun, n int) {
 	return rs, n
 }
 
+// prefetchOwn asks for the keys (or values) of ca's positions from `from` to its newest (the one being
+// decoded) of head h in layer l.
+func prefetchOwn(ca *Cache, l, h, from int, keys bool) {
+	rs, nr := ca.runs(l, h, from, ca.Len+1)
+	for _, r := range rs[:nr] {
+		if keys {
+			linalg.Prefetch(r.k)
+		} else {
+			linalg.Prefetch(r.v)
+		}
+	}
+}
+
 // kvRun is n of a head's cached positions from position start on, keys and values contiguous (n rows of hd).
 type kvRun struct {
 	k, v     []float32
@@ -423,11 +436,20 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 		r0 := p.offs[b]
 		copy(qs[i*G*hd:(i+1)*G*hd], lc.q[r0*qd+kvh*G*hd:])
 	}
+	// A sequence's own keys and values are a few kilobytes per head that
+	// nothing else of the token reads: too short a stream for the hardware
+	// prefetcher, so the next sequence's keys and this one's values are
+	// asked for while this one is scored.
+	prefetchOwn(p.decode[bs[0]], l, kvh, P, true)
 	shared, _ := p.decode[bs[0]].runs(l, kvh, 0, P)
 	linalg.Sgemm(false, true, R, P, hd, scale, qs, hd, shared[0].k, hd, 0, sc, W)
 	for i, b := range bs {
 		ca := p.decode[b]
 		n := ca.Len + 1
+		if i+1 < len(bs) {
+			prefetchOwn(p.decode[bs[i+1]], l, kvh, P, true)
+		}
+		prefetchOwn(ca, l, kvh, P, false)
 		rs, nr := ca.runs(l, kvh, P, n)
 		scoreRuns(rs[:nr], G, hd, scale, qs[i*G*hd:], hd, sc[i*G*W:], W, 0)
 		for g := range G {

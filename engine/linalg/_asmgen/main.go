@@ -51,6 +51,7 @@ func main() {
 	swigluGrad()
 	packPairs()
 	pairBlocksN()
+	prefetchL2()
 	Generate()
 	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {
 		if err := write(); err != nil {
