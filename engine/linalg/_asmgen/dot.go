@@ -153,6 +153,10 @@ func dotPanel(s, g *strings.Builder) {
 	w("DECQ R15")
 	w("SHLQ $5, R15")
 	w("ADDQ %d(DI), R15", offLastRows)
+	// R8: where the next tile's share of the next panel starts (see dotTileRows).
+	w("MOVQ %d(DI), R8", offSteps)
+	w("SHLQ $11, R8")
+	w("ADDQ %d(DI), R8", offB)
 	// A tile is 8 rows, or for the last rows of a call that has fewer left, 4, 2 or 1 (the rows of a
 	// decoding step of one sequence, on weights held only in the pair layout): a tile's multiply-adds are as
 	// many as its rows, and 1 row on 8-row tiles ran 8 times the products of the weights it streams.
@@ -169,6 +173,14 @@ func dotPanel(s, g *strings.Builder) {
 	}
 	// The next 8 rows of A and C.
 	label("next")
+	// The next tile prefetches the next quarter of each of the next panel's steps (BX is the end of this
+	// panel: the next one's start).
+	w("ADDQ $512, R8")
+	w("LEAQ 2048(BX), R12")
+	w("CMPQ R8, R12")
+	w("JL %s_quarter", name)
+	w("SUBQ $2048, R8")
+	label("quarter")
 	w("LEAQ (SI)(R10*8), SI")
 	w("LEAQ (DX)(R13*8), DX")
 	w("SUBQ $8, R15")
@@ -209,24 +221,45 @@ func dotTileRows(w func(format string, args ...any), label func(string), name st
 	// also prefetches the next panel (the one after this in a packed copy, which the same worker takes
 	// next) into L2 as it goes, a step at a time, so that the next call's first tile finds it there. The
 	// later tiles read this panel from the caches and skip the prefetches.
+	//
+	// With more than one tile (a decoding batch of 32 rows is 4), the next panel's prefetches are spread over
+	// the tiles: the first one's memory traffic was all of the call's, twice what a core streams while its
+	// products run, and the later tiles' none. Each tile then prefetches a quarter of every step of the
+	// next panel (R8, advanced by the tiles in turn), and the first also its own panel ahead.
+	w("MOVQ R8, R12")
+	w("CMPQ SI, %d(DI)", offA)
+	w("JNE %s_stepq%d", name, rows)
+	w("CMPQ R15, $8")
+	w("JG %s_stepfirst%d", name, rows)
 	w("MOVQ %d(DI), R12", offSteps)
 	w("SHLQ $11, R12")
 	w("ADDQ BX, R12")
-	w("CMPQ SI, %d(DI)", offA)
-	w("JNE %s_step%d", name, rows)
-	for _, pf := range []bool{true, false} {
-		if pf {
+	const (
+		whole   = iota // the only tile: its panel ahead and all of the next
+		first          // the first of several: its panel ahead and a quarter of the next
+		quarter        // a later tile: a quarter of the next panel
+	)
+	for _, pf := range []int{whole, first, quarter} {
+		switch pf {
+		case whole:
 			label(fmt.Sprintf("stepfetch%d", rows))
-		} else {
-			label(fmt.Sprintf("step%d", rows))
+		case first:
+			label(fmt.Sprintf("stepfirst%d", rows))
+		default:
+			label(fmt.Sprintf("stepq%d", rows))
 		}
 		// A step is 16 pair rows: 2 KiB of the panel, 64 bytes of each row of A.
 		for r := 0; r < 16; r++ {
-			if pf {
+			if pf != quarter {
 				w("PREFETCHT0 %d(BX)", dotPrefetch*2048+r*128)
 				w("PREFETCHT0 %d(BX)", dotPrefetch*2048+r*128+64)
+			}
+			switch {
+			case pf == whole:
 				w("PREFETCHT1 %d(R12)", r*128)
 				w("PREFETCHT1 %d(R12)", r*128+64)
+			case r%2 == 0:
+				w("PREFETCHT1 %d(R12)", r*32)
 			}
 			w("VMOVDQU32 %d(BX), Z16", r*128)
 			w("VMOVDQU32 %d(BX), Z17", r*128+64)
@@ -240,14 +273,17 @@ func dotTileRows(w func(format string, args ...any), label func(string), name st
 		w("ADDQ $64, AX")
 		w("ADDQ $64, R9")
 		w("ADDQ $2048, BX")
-		if pf {
-			w("ADDQ $2048, R12")
-			w("DECQ CX")
+		w("ADDQ $2048, R12")
+		w("DECQ CX")
+		switch pf {
+		case whole:
 			w("JNZ %s_stepfetch%d", name, rows)
 			w("JMP %s_epilogue%d", name, rows)
-		} else {
-			w("DECQ CX")
-			w("JNZ %s_step%d", name, rows)
+		case first:
+			w("JNZ %s_stepfirst%d", name, rows)
+			w("JMP %s_epilogue%d", name, rows)
+		default:
+			w("JNZ %s_stepq%d", name, rows)
 		}
 	}
 	label(fmt.Sprintf("epilogue%d", rows))
