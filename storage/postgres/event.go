@@ -20,6 +20,23 @@ func scanEvent(row pgx.Row) (*trainyard.Event, error) {
 
 func scanEventRow(row pgx.CollectableRow) (*trainyard.Event, error) { return scanEvent(row) }
 
+// eventRow returns e's id (a new one unless set) and its data as JSON ({}
+// for none).
+func eventRow(e *trainyard.Event) (string, []byte, error) {
+	id, err := idOrNew("event", e.ID)
+	if err != nil {
+		return "", nil, err
+	}
+	if e.Data == nil {
+		return id, []byte("{}"), nil
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return "", nil, trainyard.WrapError(trainyard.EINVALID, err, "event data of job %s is not JSON-encodable", e.JobID)
+	}
+	return id, data, nil
+}
+
 // AppendEvent writes e (filling ID unless set, and CreatedAt) and returns
 // the stored event. Writing the same (job, seq) again is a no-op that returns
 // the event stored first, whatever id or data the retry carries, so retried
@@ -39,15 +56,9 @@ func (db *DB) AppendEvent(ctx context.Context, e *trainyard.Event) (*trainyard.E
 	if e.Type == "" {
 		return nil, trainyard.Errorf(trainyard.EINVALID, "event type must not be empty")
 	}
-	id, err := idOrNew("event", e.ID)
+	id, data, err := eventRow(e)
 	if err != nil {
 		return nil, err
-	}
-	data := []byte("{}")
-	if e.Data != nil {
-		if data, err = json.Marshal(e.Data); err != nil {
-			return nil, trainyard.WrapError(trainyard.EINVALID, err, "event data of job %s is not JSON-encodable", e.JobID)
-		}
 	}
 	var stored *trainyard.Event
 	refused := false
@@ -105,15 +116,9 @@ func (db *DB) EndJob(ctx context.Context, e *trainyard.Event, u trainyard.JobUpd
 	if e.Type != trainyard.EventTrainingEnded && e.Type != trainyard.EventTrainingFailed {
 		return nil, trainyard.Errorf(trainyard.EINVALID, "event type %q does not end a job", e.Type)
 	}
-	id, err := idOrNew("event", e.ID)
+	id, data, err := eventRow(e)
 	if err != nil {
 		return nil, err
-	}
-	data := []byte("{}")
-	if e.Data != nil {
-		if data, err = json.Marshal(e.Data); err != nil {
-			return nil, trainyard.WrapError(trainyard.EINVALID, err, "event data of job %s is not JSON-encodable", e.JobID)
-		}
 	}
 	var stored *trainyard.Event
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
