@@ -19,7 +19,7 @@ func (s *Store) PutCheckpointFile(ctx context.Context, modelID string, step int,
 	if err != nil {
 		return err
 	}
-	return s.put(ctx, key, r, size)
+	return s.putKeeping(ctx, key, r, size, true)
 }
 
 // GetCheckpointFile opens one file of a checkpoint; ENOTFOUND if absent. The
@@ -29,7 +29,7 @@ func (s *Store) GetCheckpointFile(ctx context.Context, modelID string, step int,
 	if err != nil {
 		return nil, err
 	}
-	return s.get(ctx, s.bucket, key)
+	return s.getRecent(ctx, key)
 }
 
 // DeleteCheckpointFiles removes every file of a checkpoint.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -97,18 +98,56 @@ func (s *Store) JobFileNames(ctx context.Context, jobID string) ([]string, error
 // (checksum, then send) and again on a retry, so an unseekable r is first
 // spooled to memory or, when large, to a temporary file.
 func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) error {
+	return s.putKeeping(ctx, key, r, size, false)
+}
+
+// putKeeping is put; with keep, it also keeps the object's bytes and ETag in s.recent (when it is small
+// enough), for a read of it soon after.
+func (s *Store) putKeeping(ctx context.Context, key string, r io.Reader, size int64, keep bool) error {
+	s.recent.drop(key)
 	body, length, cleanup, err := seekable(r, size)
 	if err != nil {
 		return fmt.Errorf("read object %s: %w", key, err)
 	}
 	defer cleanup()
-	_, err = s.client.PutObject(ctx, &awss3.PutObjectInput{
+	out, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(key),
 		Body:          body,
 		ContentLength: aws.Int64(length),
 	})
-	return translate(err, "object %s", key)
+	if err != nil {
+		return translate(err, "object %s", key)
+	}
+	etag := aws.ToString(out.ETag)
+	if keep && etag != "" && length <= recentMaxFile {
+		data := make([]byte, length)
+		if _, err := body.Seek(0, io.SeekStart); err == nil {
+			if _, err := io.ReadFull(body, data); err == nil {
+				s.recent.put(key, etag, data)
+			}
+		}
+	}
+	return nil
+}
+
+// getRecent opens key, from s.recent when the server says the object is still the one kept there.
+func (s *Store) getRecent(ctx context.Context, key string) (io.ReadCloser, error) {
+	f, ok := s.recent.get(key)
+	if !ok {
+		return s.get(ctx, s.bucket, key)
+	}
+	out, err := s.client.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
+		IfNoneMatch: aws.String(f.etag)})
+	if statusOf(err) == http.StatusNotModified {
+		s.recentHits.Add(1)
+		return io.NopCloser(bytes.NewReader(f.data)), nil
+	}
+	s.recent.drop(key)
+	if err != nil {
+		return nil, translate(err, "object %s", key)
+	}
+	return out.Body, nil
 }
 
 func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, error) {
@@ -122,6 +161,7 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, err
 // deletePrefix deletes every object whose key starts with prefix, listing
 // and deleting one page (up to 1000 keys) at a time.
 func (s *Store) deletePrefix(ctx context.Context, prefix string) error {
+	s.recent.dropPrefix(prefix)
 	pages := awss3.NewListObjectsV2Paginator(s.client, &awss3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
 		Prefix: aws.String(prefix),

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -42,6 +43,8 @@ type Store struct {
 	client      *awss3.Client
 	bucket      string
 	readBuckets []string
+	recent      recentFiles // the checkpoint files this process stored last (recent.go)
+	recentHits  atomic.Int64
 }
 
 // New builds a Store. It does not contact the server; call EnsureBucket or
