@@ -44,12 +44,8 @@ func (c *stateCache) putCheckpoint(modelID string, step int, writer string, st *
 // takeCheckpoint removes and returns the model's checkpoint state at step
 // with the job that wrote it, or nil.
 func (c *stateCache) takeCheckpoint(modelID string, step int) (*trainState, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := checkpointKey(modelID)
-	e, ok := c.entries[key]
-	c.drop(key)
-	if !ok || e.baseStep != step {
+	e, ok := c.takeEntry(checkpointKey(modelID), step)
+	if !ok {
 		return nil, ""
 	}
 	return e.st, e.writer
@@ -58,11 +54,8 @@ func (c *stateCache) takeCheckpoint(modelID string, step int) (*trainState, stri
 // take removes and returns the job's state after done steps from baseStep,
 // or nil.
 func (c *stateCache) take(jobID string, baseStep, done int) *trainState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[jobID]
-	c.drop(jobID)
-	if !ok || e.baseStep != baseStep || e.done != done {
+	e, ok := c.takeEntry(jobID, baseStep)
+	if !ok || e.done != done {
 		return nil
 	}
 	return e.st
@@ -71,14 +64,21 @@ func (c *stateCache) take(jobID string, baseStep, done int) *trainState {
 // takeLatest removes and returns the job's state from baseStep whatever
 // its step, with that step; nil when there is none.
 func (c *stateCache) takeLatest(jobID string, baseStep int) (*trainState, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[jobID]
-	c.drop(jobID)
-	if !ok || e.baseStep != baseStep {
+	e, ok := c.takeEntry(jobID, baseStep)
+	if !ok {
 		return nil, 0
 	}
 	return e.st, e.done
+}
+
+// takeEntry removes key's entry and returns it when it is from baseStep. A
+// mismatched entry goes too: the job (or model) moved on elsewhere.
+func (c *stateCache) takeEntry(key string, baseStep int) (cachedState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	c.drop(key)
+	return e, ok && e.baseStep == baseStep
 }
 
 // put keeps st as the job's state after done steps, evicting the oldest
