@@ -52,10 +52,12 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) error {
 		return classify(err, "record training_ended and the COMPLETED status")
 	}
 	if want := in.TotalSteps + 2 + in.EventOffset; ended.Type != trainyard.EventTrainingEnded || ended.Seq != want {
-		// Only a job closed by someone else meanwhile lands here; the
-		// checkpoint stays, as checkpoints of cancelled jobs do.
-		a.d.Logger.Warn("job already had a terminal event", zap.String("job_id", job.ID),
+		a.d.Logger.Warn("job's terminal event is not the one expected", zap.String("job_id", job.ID),
 			zap.String("type", string(ended.Type)), zap.Int("seq", ended.Seq), zap.Int("expected_seq", want))
+	}
+	if ended.Type != trainyard.EventTrainingEnded {
+		// Closed by someone else meanwhile: it keeps that outcome, and the
+		// checkpoint stays, as checkpoints of cancelled jobs do.
 		return nil
 	}
 	telemetry.JobsEnded.WithLabelValues(string(job.Kind), string(trainyard.JobCompleted)).Inc()
