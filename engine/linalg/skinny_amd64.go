@@ -2,11 +2,18 @@
 
 package linalg
 
-import "sync"
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
 
 func init() {
-	if hasAVX512() {
-		skinny = skinnyAVX512
+	switch {
+	case hasAVX512():
+		skinny = skinnyAVX512.product
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
+		skinny = skinnyAVX2.product
 	}
 }
 
@@ -24,8 +31,49 @@ func init() {
 // blocked kernel, whose packing is then small, serve as before.
 const skinnyMinRows = 64
 
-// skinnyAVX512 computes the product on the skinny kernels and reports true when it has one of their forms.
-func skinnyAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+// skinnyKernels is one instruction set's skinny kernels, each on 8 rows of C and at most its width of columns
+// (the first cols).
+type skinnyKernels struct {
+	rowsWidth  int
+	rows       func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32)
+	outerWidth int
+	outer      func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32)
+}
+
+var (
+	// AVX-512: 8 × 16 (8 × 8 in ymm registers for r ≤ 8) and 8 × 32 blocks, the columns under a k-mask.
+	skinnyAVX512 = skinnyKernels{
+		rowsWidth: 16,
+		rows: func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32) {
+			if cols <= 8 {
+				skinnyRows8x8AVX512(k, x, ldx, m, ldm, c, ldc, 1<<cols-1, alpha)
+				return
+			}
+			skinnyRows8x16AVX512(k, x, ldx, m, ldm, c, ldc, 1<<cols-1, alpha)
+		},
+		outerWidth: 32,
+		outer: func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32) {
+			skinnyOuter8x32AVX512(n, u, ldu, x, ldx, c, ldc, 1<<cols-1, alpha)
+		},
+	}
+	// AVX2: 8 × 8 blocks in 8 ymm accumulators, the columns under a lane mask; rank 16 is two blocks wide.
+	skinnyAVX2 = skinnyKernels{
+		rowsWidth: 8,
+		rows: func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32) {
+			skinnyRows8x8AVX2(k, x, ldx, m, ldm, c, ldc, &laneMasks[8-cols], alpha)
+		},
+		outerWidth: 8,
+		outer: func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32) {
+			skinnyOuter8x8AVX2(n, u, ldu, x, ldx, c, ldc, &laneMasks[8-cols], alpha)
+		},
+	}
+)
+
+// laneMasks[8-cols:][:8] is the AVX2 kernels' mask of the first cols lanes.
+var laneMasks = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1}
+
+// product computes the product on the skinny kernels and reports true when it has one of their forms.
+func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
 	beta float32, c []float32, ldc int) bool {
 	switch {
 	case !transA && n <= 16 && m >= skinnyMinRows && k >= 32 && beta == 0:
@@ -43,7 +91,7 @@ func skinnyAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 				}
 			}
 		}
-		skinnyRowsProduct(m, n, k, alpha, a, lda, mat, ldm, c, ldc)
+		sk.rowsProduct(m, n, k, alpha, a, lda, mat, ldm, c, ldc)
 		// The last m mod 8 rows as any few rows (M as a plain matrix now).
 		if r := m % 8; r > 0 {
 			m0 := m - r
@@ -52,7 +100,7 @@ func skinnyAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 		return true
 	case transA && !transB && m%8 == 0 && m <= 16 && n >= 32 && k >= skinnyMinRows:
 		scaleMatrix(m, n, beta, c, ldc)
-		skinnyOuterProduct(m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		sk.outerProduct(m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return true
 	case transA && !transB && n%8 == 0 && n <= 16 && m >= 32 && k >= skinnyMinRows:
 		buf := skinnyScratch.Get().(*[]float32)
@@ -62,7 +110,7 @@ func skinnyAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 		}
 		t := (*buf)[:n*m]
 		clear(t)
-		skinnyOuterProduct(n, m, k, 1, b, ldb, a, lda, t, m) // Cᵀ = Bᵀ·A
+		sk.outerProduct(n, m, k, 1, b, ldb, a, lda, t, m) // Cᵀ = Bᵀ·A
 		for i := 0; i < m; i++ {
 			ci := c[i*ldc : i*ldc+n]
 			for j := range ci {
@@ -80,14 +128,9 @@ func skinnyAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 
 var skinnyScratch = sync.Pool{New: func() any { return new([]float32) }}
 
-// skinnyRowsProduct sets the first m − m mod 8 rows of C (m × n, n ≤ 16) to alpha·X·M, 8 rows a call,
-// split among the workers by runs of 64 rows.
-func skinnyRowsProduct(m, n, k int, alpha float32, x []float32, ldx int, mat []float32, ldm int, c []float32, ldc int) {
-	kern := skinnyRows8x16AVX512
-	if n <= 8 {
-		kern = skinnyRows8x8AVX512
-	}
-	mask := 1<<n - 1
+// rowsProduct sets the first m − m mod 8 rows of C (m × n, n ≤ 16) to alpha·X·M, 8 rows a call (two calls
+// of 8 columns each on AVX2 for n > 8), split among the workers by runs of 64 rows.
+func (sk *skinnyKernels) rowsProduct(m, n, k int, alpha float32, x []float32, ldx int, mat []float32, ldm int, c []float32, ldc int) {
 	blocks := m / 8
 	const run = 8 // blocks per claim
 	workers, release := acquireWorkers(m, n, k)
@@ -95,22 +138,25 @@ func skinnyRowsProduct(m, n, k int, alpha float32, x []float32, ldx int, mat []f
 	parallelFor(workers, (blocks+run-1)/run, func(_, i int) {
 		for bl := i * run; bl < min(blocks, (i+1)*run); bl++ {
 			r := 8 * bl
-			kern(k, &x[r*ldx], ldx, &mat[0], ldm, &c[r*ldc], ldc, mask, alpha)
+			for j0 := 0; j0 < n; j0 += sk.rowsWidth {
+				sk.rows(k, &x[r*ldx], ldx, &mat[j0], ldm, &c[r*ldc+j0], ldc, min(sk.rowsWidth, n-j0), alpha)
+			}
 		}
 	})
 }
 
-// skinnyOuterProduct adds alpha·Uᵀ·X to C (m × n, m a multiple of 8): U is k × m (stride ldu), X k × n
-// (stride ldx). The workers split C's columns in blocks of 32; each keeps an 8 × 32 block in registers over
-// all k rows.
-func skinnyOuterProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
-	cols := (n + 31) / 32
+// outerProduct adds alpha·Uᵀ·X to C (m × n, m a multiple of 8): U is k × m (stride ldu), X k × n (stride
+// ldx). The workers split C's columns in runs of 32; each kernel call keeps an 8-row block of them in
+// registers over all k rows.
+func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
+	const run = 32
+	cols := (n + run - 1) / run
 	workers, release := acquireWorkers(m, n, k)
 	defer release()
 	parallelFor(workers, cols*(m/8), func(_, i int) {
-		a0, j0 := 32*(i%cols), 8*(i/cols)
-		w := min(32, n-a0)
-		masks := 1<<w - 1
-		skinnyOuter8x32AVX512(k, &u[j0], ldu, &x[a0], ldx, &c[j0*ldc+a0], ldc, masks, alpha)
+		a0, j0 := run*(i%cols), 8*(i/cols)
+		for a := a0; a < min(n, a0+run); a += sk.outerWidth {
+			sk.outer(k, &u[j0], ldu, &x[a], ldx, &c[j0*ldc+a], ldc, min(sk.outerWidth, n-a), alpha)
+		}
 	})
 }

@@ -6,19 +6,35 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // TestSkinny: the skinny kernels compute an adapter's four product forms as the float64 reference does, for
 // ranks 1 to 16 (the masks), row counts that are and are not multiples of 8, odd and even k, padded strides,
 // alpha ≠ 1 and beta 0 (C seeded with NaN, never read), 1 and 0.5; and every such shape reaches them.
+// Each set of kernels this CPU runs is tested (AVX2's on an AVX-512 machine as well).
 func TestSkinny(t *testing.T) {
-	if skinny == nil {
-		t.Skip("no AVX-512")
+	sets := map[string]*skinnyKernels{}
+	if hasAVX512() {
+		sets["avx512"] = &skinnyAVX512
 	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		sets["avx2"] = &skinnyAVX2
+	}
+	if len(sets) == 0 {
+		t.Skip("neither AVX-512 nor AVX2")
+	}
+	for name, sk := range sets {
+		t.Run(name, func(t *testing.T) { testSkinny(t, sk) })
+	}
+}
+
+func testSkinny(t *testing.T, sk *skinnyKernels) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	take := func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
 		beta float32, c []float32, ldc int) {
-		if !skinny(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		if !sk.product(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 			t.Fatalf("%v %v %d×%d×%d beta %v: not a skinny product", transA, transB, m, n, k, beta)
 		}
 	}
@@ -41,13 +57,14 @@ func TestSkinny(t *testing.T) {
 			}
 		}
 	}
-	if skinny(false, true, 32, 8, 576, 1, make([]float32, 32*576), 576, make([]float32, 8*576), 576, 0, make([]float32, 32*8), 8) {
+	if sk.product(false, true, 32, 8, 576, 1, make([]float32, 32*576), 576, make([]float32, 8*576), 576, 0, make([]float32, 32*8), 8) {
 		t.Error("32 rows (a decoding batch) taken as a skinny product")
 	}
 }
 
 // BenchmarkSkinny: an adapter's products at the 135M shape for a micro-batch of 1,400 tokens, through Sgemm
-// (the skinny kernels where the CPU has AVX-512) and through the blocked path they replace.
+// (the skinny kernels: AVX-512's, or AVX2's under GODEBUG=cpu.avx512f=off) and through the blocked path they
+// replace.
 func BenchmarkSkinny(b *testing.B) {
 	const N, in, r = 1400, 576, 8
 	x, A, dU := make([]float32, N*in), make([]float32, r*in), make([]float32, N*r)

@@ -21,3 +21,15 @@ func skinnyRows8x16AVX512(k int, x *float32, ldx int, m *float32, ldm int, c *fl
 //
 //go:noescape
 func skinnyOuter8x32AVX512(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, masks int, alpha float32)
+
+// skinnyRows8x8AVX2 sets c[i*ldc+j] = alpha·Σ_{p<k} x[i*ldx+p]·m[p*ldm+j] for i < 8 and the columns j < 8
+// whose lane of mask (8 values) is −1, reading no column of M past them.
+//
+//go:noescape
+func skinnyRows8x8AVX2(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, mask *int32, alpha float32)
+
+// skinnyOuter8x8AVX2 adds alpha·Σ_{t<n} u[t*ldu+j]·x[t*ldx+a] to c[j*ldc+a] for j < 8 and the columns a < 8
+// whose lane of mask (8 values) is −1, reading no column of X or C past them.
+//
+//go:noescape
+func skinnyOuter8x8AVX2(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, mask *int32, alpha float32)
