@@ -55,8 +55,12 @@ func (a *Arena) dirty(n int) []float32 {
 	return a.blocks[a.cur][:n:n]
 }
 
-// Reset makes every block available again.
-func (a *Arena) Reset() { a.cur, a.off, a.used = 0, 0, 0 }
+// Reset makes every block available again (a nil arena: nothing to do).
+func (a *Arena) Reset() {
+	if a != nil {
+		a.cur, a.off, a.used = 0, 0, 0
+	}
+}
 
 // Used is the memory handed out since the last Reset.
 func (a *Arena) Used() int64 { return int64(a.used) * 4 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/trainyard/trainyard/engine/linalg"
+	"github.com/trainyard/trainyard/internal/prefault"
 )
 
 // Cache is the key/value cache of one generated sequence: per layer, the post-RoPE keys and values of every
@@ -34,12 +35,26 @@ func (w *Weights) NewCache(capacity int) *Cache {
 
 func newCache(layers, heads, hd, capacity int) *Cache {
 	c := &Cache{K: make([][]float32, layers), V: make([][]float32, layers), cap: capacity, heads: heads, hd: hd}
+	per := capacity * heads * hd
+	slab := make([]float32, 2*layers*per)
+	if int64(len(slab))*4 <= prefaultCacheBytes {
+		prefault.Slice(slab)
+	}
 	for l := range c.K {
-		c.K[l] = make([]float32, capacity*heads*hd)
-		c.V[l] = make([]float32, capacity*heads*hd)
+		c.K[l] = slab[2*l*per : (2*l+1)*per : (2*l+1)*per]
+		c.V[l] = slab[(2*l+1)*per : (2*l+2)*per : (2*l+2)*per]
 	}
 	return c
 }
+
+// prefaultCacheBytes is the largest cache whose memory is mapped in when it is made. A cache is one slab, written
+// a position at a time across every layer and head: a fresh slab took a page fault per 4 KiB as decoding
+// reached it, and under a hypervisor that takes an exit per fault (the 2-core Zen 5 VM) a rollout phase's 32
+// caches of 10 MB spent a second or more of CPU in them once the service's heap grew into fresh memory
+// (the collector lets it grow by the size of the live heap, gigabytes once training has run). A request
+// without max_tokens gets room for the model's whole context, most of which it never writes: that stays
+// unmapped until written.
+const prefaultCacheBytes = 64 << 20
 
 // head returns the keys or values of head h in layer slice x (all capacity positions).
 func (c *Cache) head(x []float32, h int) []float32 {
@@ -232,7 +247,7 @@ func (w *Weights) PrefillBatch(ctx context.Context, caches []*Cache, prompts [][
 // computed independently of the others, so batching does not change a sequence's result beyond the
 // matmul kernel's rounding.
 func (w *Weights) Decode(ctx context.Context, caches []*Cache, tokens []int, lora *LoRA) ([]float32, error) {
-	return w.decode(ctx, caches, tokens, lora, nil, nil)
+	return w.decode(ctx, caches, tokens, lora, nil, nil, nil)
 }
 
 // DecodeAdapters is Decode with each sequence under its own adapter (nil = the base model): the base
@@ -240,14 +255,17 @@ func (w *Weights) Decode(ctx context.Context, caches []*Cache, tokens []int, lor
 // its low-rank term (order the caches by adapter to make the runs long). The logits are written into out
 // when it has room for them (a buffer reused step after step: at a 150k-token vocabulary a step of 64
 // sequences has 39 MB of them), else into a new slice.
-func (w *Weights) DecodeAdapters(ctx context.Context, caches []*Cache, tokens []int, loras []*LoRA, out []float32) ([]float32, error) {
+//
+// With ar, the pass takes its buffers from it, after resetting it (buffers it handed out before are no longer
+// valid): a loop of decoding steps then reuses one set of buffers instead of allocating them every step.
+func (w *Weights) DecodeAdapters(ctx context.Context, caches []*Cache, tokens []int, loras []*LoRA, out []float32, ar *Arena) ([]float32, error) {
 	if len(loras) != len(caches) {
 		return nil, fmt.Errorf("%w: %d adapters for %d caches", ErrInput, len(loras), len(caches))
 	}
-	return w.decode(ctx, caches, tokens, nil, loras, out)
+	return w.decode(ctx, caches, tokens, nil, loras, out, ar)
 }
 
-func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lora *LoRA, loras []*LoRA, out []float32) ([]float32, error) {
+func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lora *LoRA, loras []*LoRA, out []float32, ar *Arena) ([]float32, error) {
 	if len(caches) != len(tokens) {
 		return nil, fmt.Errorf("%w: %d caches for %d tokens", ErrInput, len(caches), len(tokens))
 	}
@@ -255,26 +273,28 @@ func (w *Weights) decode(ctx context.Context, caches []*Cache, tokens []int, lor
 	for i := range tokens {
 		chunks[i] = tokens[i : i+1]
 	}
-	return w.extend(ctx, caches, chunks, lora, loras, out)
+	return w.extend(ctx, caches, chunks, lora, loras, out, ar)
 }
 
 // ExtendAdapters appends a chunk of tokens to each cache, which may already hold positions (a prompt
 // prefilled a chunk at a time between decoding steps, or continued from a prefix another request
 // prefilled), each sequence under its own adapter as in DecodeAdapters, and returns the logits of each
 // chunk's last position ([len(caches) × vocab], into out when it has room). A chunk attends causally to
-// its cache and to itself.
-func (w *Weights) ExtendAdapters(ctx context.Context, caches []*Cache, chunks [][]int, loras []*LoRA, out []float32) ([]float32, error) {
+// its cache and to itself. ar is as in DecodeAdapters.
+func (w *Weights) ExtendAdapters(ctx context.Context, caches []*Cache, chunks [][]int, loras []*LoRA, out []float32, ar *Arena) ([]float32, error) {
 	if len(loras) != len(caches) {
 		return nil, fmt.Errorf("%w: %d adapters for %d caches", ErrInput, len(loras), len(caches))
 	}
-	return w.extend(ctx, caches, chunks, nil, loras, out)
+	return w.extend(ctx, caches, chunks, nil, loras, out, ar)
 }
 
-func (w *Weights) extend(ctx context.Context, caches []*Cache, chunks [][]int, lora *LoRA, loras []*LoRA, out []float32) ([]float32, error) {
+func (w *Weights) extend(ctx context.Context, caches []*Cache, chunks [][]int, lora *LoRA, loras []*LoRA, out []float32, ar *Arena) ([]float32, error) {
 	if len(caches) != len(chunks) || len(chunks) == 0 {
 		return nil, fmt.Errorf("%w: %d caches for %d chunks", ErrInput, len(caches), len(chunks))
 	}
-	p := &Pass{w: w, lora: lora, seqLoRA: loras, decode: caches, seqs: chunks, offs: make([]int, len(chunks)+1)}
+	ar.Reset()
+	p := &Pass{w: w, lora: lora, seqLoRA: loras, decode: caches, seqs: chunks, offs: make([]int, len(chunks)+1),
+		opt: PassOptions{Arena: ar}}
 	for i, chunk := range chunks {
 		if len(chunk) == 0 || caches[i].Len+len(chunk) > caches[i].cap {
 			return nil, fmt.Errorf("%w: %d tokens into a cache of %d/%d", ErrInput, len(chunk), caches[i].Len, caches[i].cap)

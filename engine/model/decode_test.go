@@ -150,7 +150,7 @@ func TestExtendInChunks(t *testing.T) {
 			for step := 0; step < 3; step++ {
 				chunks := [][]int{prompts[0][cuts[0][step]:cuts[0][step+1]], prompts[1][cuts[1][step]:cuts[1][step+1]]}
 				var err error
-				if got, err = w.ExtendAdapters(ctx, chunked, chunks, loras, nil); err != nil {
+				if got, err = w.ExtendAdapters(ctx, chunked, chunks, loras, nil, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -176,7 +176,7 @@ func TestExtendInChunks(t *testing.T) {
 				wantNext, _ := w.Decode(ctx, []*Cache{whole}, []int{7}, loras[i])
 				closeAll(t, fmt.Sprintf("prompt %d next logits", i), next, wantNext)
 			}
-			if _, err := w.ExtendAdapters(ctx, chunked, [][]int{{1}, {}}, loras, nil); !errors.Is(err, ErrInput) {
+			if _, err := w.ExtendAdapters(ctx, chunked, [][]int{{1}, {}}, loras, nil, nil); !errors.Is(err, ErrInput) {
 				t.Fatalf("an empty chunk: %v, want ErrInput", err)
 			}
 		})
@@ -201,7 +201,7 @@ func TestSharedPrefix(t *testing.T) {
 			whole := leader.Clone()
 			part := w.NewCache(24)
 			part.SharePrefix(leader, 4)
-			if _, err := w.ExtendAdapters(ctx, []*Cache{part}, [][]int{prompt[4:]}, []*LoRA{nil}, nil); err != nil {
+			if _, err := w.ExtendAdapters(ctx, []*Cache{part}, [][]int{prompt[4:]}, []*LoRA{nil}, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			again := whole.Clone() // shares the leader's positions, not whole's
@@ -247,7 +247,7 @@ func TestRebase(t *testing.T) {
 	}
 	part := w.NewCache(24)
 	part.SharePrefix(leader, 4)
-	if _, err := w.ExtendAdapters(ctx, []*Cache{part}, [][]int{prompt[4:]}, []*LoRA{nil}, nil); err != nil {
+	if _, err := w.ExtendAdapters(ctx, []*Cache{part}, [][]int{prompt[4:]}, []*LoRA{nil}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if c := part.Clone(); c.Shared() != 0 {

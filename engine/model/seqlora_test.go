@@ -43,7 +43,10 @@ func TestAdaptersInOneBatch(t *testing.T) {
 				for i := range caches {
 					caches[i] = w.NewCache(12)
 				}
-				got, err := w.ExtendAdapters(ctx, caches, prompts, loras, nil)
+				// The passes take their buffers from an arena, as the batcher's do, filled with NaN before each:
+				// a pass must write every buffer it reads.
+				ar := new(Arena)
+				got, err := w.ExtendAdapters(ctx, caches, prompts, loras, nil, ar)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +64,8 @@ func TestAdaptersInOneBatch(t *testing.T) {
 					for i := range tokens {
 						tokens[i] = steps[i][s]
 					}
-					got, err := w.DecodeAdapters(ctx, caches, tokens, loras, nil)
+					poison(ar)
+					got, err := w.DecodeAdapters(ctx, caches, tokens, loras, nil, ar)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -73,10 +77,19 @@ func TestAdaptersInOneBatch(t *testing.T) {
 						closeAll(t, fmt.Sprintf("step %d sequence %d logits", s, i), got[i*V:(i+1)*V], want)
 					}
 				}
-				if _, err := w.DecodeAdapters(ctx, caches, []int{1, 2, 3, 4, 5}, loras[:2], nil); err == nil {
+				if _, err := w.DecodeAdapters(ctx, caches, []int{1, 2, 3, 4, 5}, loras[:2], nil, ar); err == nil {
 					t.Fatal("adapters for 2 of 5 caches accepted")
 				}
 			})
+		}
+	}
+}
+
+// poison fills every block of the arena with NaN.
+func poison(ar *Arena) {
+	for _, b := range ar.blocks {
+		for i := range b {
+			b[i] = float32(math.NaN())
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Batcher struct {
 	// their prompts a chunk per pass, those waiting for another with the same prompt, and those to admit
 	// again because the one they waited for ended.
 	logits    []float32
+	arena     model.Arena // every pass's buffers, reused pass after pass
 	filling   []*request
 	followers map[*request][]*request
 	readmit   []*request
@@ -230,7 +231,7 @@ func (b *Batcher) decodeRows(rows []*state, loras []*model.LoRA) error {
 	}
 	// Every row chose its token from the last step's logits before this step: their buffer is free.
 	b.logits = grow(b.logits, len(rows)*b.w.Cfg.VocabSize)
-	all, err := b.w.DecodeAdapters(context.Background(), caches, ids, ls, b.logits)
+	all, err := b.w.DecodeAdapters(context.Background(), caches, ids, ls, b.logits, &b.arena)
 	if err != nil {
 		return err
 	}
@@ -361,7 +362,7 @@ func (b *Batcher) fill(decoding bool) []*request {
 		caches[i], loras[i] = r.cache, r.lora
 	}
 	// As with a decoding step, no single request's context may cancel a shared pass.
-	all, err := b.w.ExtendAdapters(context.Background(), caches, chunks, loras, nil)
+	all, err := b.w.ExtendAdapters(context.Background(), caches, chunks, loras, nil, &b.arena)
 	V := b.w.Cfg.VocabSize
 	logits := func(i int) []float32 { return all[i*V : (i+1)*V : (i+1)*V] }
 	failed := map[*request]bool{}
@@ -370,7 +371,7 @@ func (b *Batcher) fill(decoding bool) []*request {
 		// cache: extend each alone so that only the requests at fault, and those waiting for them, fail.
 		outs := make([][]float32, len(group))
 		for i, r := range group {
-			if outs[i], err = b.w.ExtendAdapters(context.Background(), caches[i:i+1], chunks[i:i+1], loras[i:i+1], nil); err != nil {
+			if outs[i], err = b.w.ExtendAdapters(context.Background(), caches[i:i+1], chunks[i:i+1], loras[i:i+1], nil, &b.arena); err != nil {
 				failed[r] = true
 				r.end(err)
 				for _, f := range b.followers[r] {
