@@ -33,6 +33,7 @@ type Batcher struct {
 	// prompt, and of all while other requests decode (prefillChunk); both smaller in tests.
 	maxPrefill, chunk int
 	prompts           *promptCache
+	caches            *model.CachePool // the requests' caches, released when a request ends
 	// The loop's own: the logits of the last decoding step (reused by the next), the requests prefilling
 	// their prompts a chunk per pass, those waiting for another with the same prompt, and those to admit
 	// again because the one they waited for ended.
@@ -52,7 +53,24 @@ type Batcher struct {
 // NewBatcher returns a batcher for requests on the weights, each with its own adapter or none.
 func NewBatcher(w *model.Weights, tok Vocab) *Batcher {
 	return &Batcher{w: w, tok: tok, stops: stopSet(tok), maxPrefill: prefillTokens, chunk: prefillChunk,
-		prompts: newPromptCache(promptCacheBytes), followers: map[*request][]*request{}}
+		prompts: newPromptCache(promptCacheBytes), caches: model.NewCachePool(cachePoolBytes), followers: map[*request][]*request{}}
+}
+
+// cachePoolBytes is the memory of ended requests' caches a batcher keeps for the next ones: an RL
+// iteration's 32 rollouts of 226 positions at SmolLM2-135M's width take 377 MB.
+const cachePoolBytes = 512 << 20
+
+// release hands the request's caches back (the first time it ends): the batcher no longer uses them, and a
+// cache that others read positions from stays until they are released too.
+func (r *request) release() {
+	if r.cache != nil {
+		r.cache.Release()
+		r.cache = nil
+	}
+	for _, s := range r.states {
+		s.cache.Release()
+		s.cache = nil
+	}
 }
 
 // request is one Run call in the batch. Tokens reach the caller through an unbounded queue, so a slow
@@ -89,8 +107,12 @@ func (r *request) emit(index int, t SampledToken) {
 
 func (r *request) end(err error) {
 	r.mu.Lock()
+	first := !r.done
 	r.done, r.err = true, err
 	r.mu.Unlock()
+	if first {
+		r.release()
+	}
 	r.signal()
 }
 
@@ -106,7 +128,7 @@ func (r *request) signal() {
 // in flight, and onToken is called on the calling goroutine, as Run does. Each completion's CachedPrompt is
 // the number of prompt tokens whose prefill this request took from another with the same prompt.
 func (b *Batcher) Run(ctx context.Context, lora *model.LoRA, prompt []int, p Params, onToken func(index int, t SampledToken)) ([]Completion, error) {
-	cache, maxNew, err := prepare(b.w, prompt, &p)
+	cache, maxNew, err := prepare(b.w, b.caches, prompt, &p)
 	if err != nil {
 		return nil, err
 	}

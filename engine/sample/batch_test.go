@@ -98,6 +98,18 @@ func testBatcherMatchesRun(t *testing.T, maxPrefill int) {
 		}
 		sameAsAlone(t, w, nil, pr, params[i], fmt.Sprintf("request %d", i), outs[i])
 	}
+	// The ended requests' caches went back to the batcher's pool; a second round decodes in that memory and
+	// samples the same.
+	if b.caches.Bytes() == 0 {
+		t.Fatal("no cache memory pooled once the requests ended")
+	}
+	again, errs := runHeld(t, b, ctxs, prompts, params)
+	for i := range prompts {
+		if errs[i] != nil {
+			t.Fatalf("request %d again: %v", i, errs[i])
+		}
+		sameCompletions(t, fmt.Sprintf("request %d again", i), again[i], outs[i])
+	}
 }
 
 // sameAsAlone checks that got, what the batcher sampled for a request, is what Run samples for it alone.

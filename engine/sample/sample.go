@@ -56,7 +56,7 @@ func decodeStep(ctx context.Context, w *model.Weights, lora *model.LoRA, rows []
 // start validates p (filling its defaults), prefills prompt and returns the p.N completions, ready to
 // choose their first token, with the most tokens each may generate.
 func start(ctx context.Context, w *model.Weights, lora *model.LoRA, prompt []int, p *Params) ([]*state, int, error) {
-	base, maxNew, err := prepare(w, prompt, p)
+	base, maxNew, err := prepare(w, nil, prompt, p)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -68,8 +68,8 @@ func start(ctx context.Context, w *model.Weights, lora *model.LoRA, prompt []int
 }
 
 // prepare validates p (filling its defaults) against prompt and returns the empty cache to prefill the
-// prompt into and the most tokens each completion may generate.
-func prepare(w *model.Weights, prompt []int, p *Params) (*model.Cache, int, error) {
+// prompt into (from pool, when set) and the most tokens each completion may generate.
+func prepare(w *model.Weights, pool *model.CachePool, prompt []int, p *Params) (*model.Cache, int, error) {
 	if err := p.Validate(); err != nil {
 		return nil, 0, err
 	}
@@ -84,7 +84,7 @@ func prepare(w *model.Weights, prompt []int, p *Params) (*model.Cache, int, erro
 	if p.MaxTokens > 0 {
 		maxNew = p.MaxTokens
 	}
-	return w.NewCache(len(prompt) + maxNew), maxNew, nil
+	return w.NewPooledCache(pool, len(prompt)+maxNew), maxNew, nil
 }
 
 // fork returns the p.N completions of a prefilled prompt (base and the logits of its last position).
