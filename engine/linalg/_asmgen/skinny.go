@@ -37,16 +37,7 @@ func skinnyRows(s, g *strings.Builder, reg string, width int) {
 	fmt.Fprintf(g, "\n// %s sets c[i*ldc+j] = alpha·Σ_{p<k} x[i*ldx+p]·m[p*ldm+j] for i < 8 and the columns j < %d\n"+
 		"// that mask selects (its low bits), reading no column of M past them.\n//\n//go:noescape\nfunc %s%s\n",
 		name, width, name, sig)
-	fmt.Fprintf(s, "\n// func %s%s\n// Requires: AVX512F, AVX512VL\nTEXT ·%s(SB), NOSPLIT, $0-68\n", name, sig, name)
-	w := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
-	label := func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
-	w("MOVQ k+0(FP), AX")
-	w("MOVQ x+8(FP), SI")
-	w("MOVQ ldx+16(FP), DX")
-	w("SHLQ $0x02, DX")
-	w("MOVQ m+24(FP), BX")
-	w("MOVQ ldm+32(FP), R8")
-	w("SHLQ $0x02, R8")
+	w, label := skinnyText(s, name, sig, "AVX512F, AVX512VL", [5]string{"k", "x", "ldx", "m", "ldm"})
 	w("MOVQ mask+56(FP), R9")
 	w("KMOVW R9, K1")
 	// Rows of X: SI, CX, R10..R15; the step index in DX once the rows are set.
@@ -109,16 +100,7 @@ func skinnyOuter(s, g *strings.Builder) {
 	fmt.Fprintf(g, "\n// %s adds alpha·Σ_{t<n} u[t*ldu+j]·x[t*ldx+a] to c[j*ldc+a] for j < 8 and the columns a < 32\n"+
 		"// that masks selects (bit a), reading no column of X or C past them.\n//\n//go:noescape\nfunc %s%s\n",
 		name, name, sig)
-	fmt.Fprintf(s, "\n// func %s%s\n// Requires: AVX512F\nTEXT ·%s(SB), NOSPLIT, $0-68\n", name, sig, name)
-	w := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
-	label := func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
-	w("MOVQ n+0(FP), AX")
-	w("MOVQ u+8(FP), SI")
-	w("MOVQ ldu+16(FP), DX")
-	w("SHLQ $0x02, DX")
-	w("MOVQ x+24(FP), BX")
-	w("MOVQ ldx+32(FP), R8")
-	w("SHLQ $0x02, R8")
+	w, label := skinnyText(s, name, sig, "AVX512F", [5]string{"n", "u", "ldu", "x", "ldx"})
 	w("MOVQ masks+56(FP), R9")
 	w("KMOVW R9, K1")
 	w("SHRQ $0x10, R9")
@@ -172,16 +154,7 @@ func skinnyRowsAVX2(s, g *strings.Builder) {
 	fmt.Fprintf(g, "\n// %s sets c[i*ldc+j] = alpha·Σ_{p<k} x[i*ldx+p]·m[p*ldm+j] for i < 8 and the columns j < 8\n"+
 		"// whose lane of mask (8 values) is −1, reading no column of M past them.\n//\n//go:noescape\nfunc %s%s\n",
 		name, name, sig)
-	fmt.Fprintf(s, "\n// func %s%s\n// Requires: AVX, AVX2, FMA3\nTEXT ·%s(SB), NOSPLIT, $0-68\n", name, sig, name)
-	w := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
-	label := func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
-	w("MOVQ k+0(FP), AX")
-	w("MOVQ x+8(FP), SI")
-	w("MOVQ ldx+16(FP), DX")
-	w("SHLQ $0x02, DX")
-	w("MOVQ m+24(FP), BX")
-	w("MOVQ ldm+32(FP), R8")
-	w("SHLQ $0x02, R8")
+	w, label := skinnyText(s, name, sig, "AVX, AVX2, FMA3", [5]string{"k", "x", "ldx", "m", "ldm"})
 	w("MOVQ mask+56(FP), R9")
 	w("VMOVDQU (R9), Y15")
 	rows := []string{"SI", "CX", "R10", "R11", "R12", "R13", "R14", "R15"}
@@ -246,16 +219,7 @@ func skinnyOuterAVX2(s, g *strings.Builder) {
 	fmt.Fprintf(g, "\n// %s adds alpha·Σ_{t<n} u[t*ldu+j]·x[t*ldx+a] to c[j*ldc+a] for j < 8 and the columns a < 8\n"+
 		"// whose lane of mask (8 values) is −1, reading no column of X or C past them.\n//\n//go:noescape\nfunc %s%s\n",
 		name, name, sig)
-	fmt.Fprintf(s, "\n// func %s%s\n// Requires: AVX, AVX2, FMA3\nTEXT ·%s(SB), NOSPLIT, $0-68\n", name, sig, name)
-	w := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
-	label := func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
-	w("MOVQ n+0(FP), AX")
-	w("MOVQ u+8(FP), SI")
-	w("MOVQ ldu+16(FP), DX")
-	w("SHLQ $0x02, DX")
-	w("MOVQ x+24(FP), BX")
-	w("MOVQ ldx+32(FP), R8")
-	w("SHLQ $0x02, R8")
+	w, label := skinnyText(s, name, sig, "AVX, AVX2, FMA3", [5]string{"n", "u", "ldu", "x", "ldx"})
 	w("MOVQ mask+56(FP), R9")
 	w("VMOVDQU (R9), Y15")
 	for i := 0; i < 8; i++ {
@@ -291,4 +255,19 @@ func skinnyOuterAVX2(s, g *strings.Builder) {
 	}
 	w("VZEROUPPER")
 	w("RET")
+}
+
+// skinnyText starts a skinny kernel in s (its TEXT line, then the loads of its first five arguments: AX, SI,
+// DX in bytes, BX, R8 in bytes) and returns its line and label writers.
+func skinnyText(s *strings.Builder, name, sig, requires string, args [5]string) (w func(string, ...any), label func(string)) {
+	fmt.Fprintf(s, "\n// func %s%s\n// Requires: %s\nTEXT ·%s(SB), NOSPLIT, $0-68\n", name, sig, requires, name)
+	w = func(format string, a ...any) { fmt.Fprintf(s, "\t"+format+"\n", a...) }
+	label = func(l string) { fmt.Fprintf(s, "\n%s_%s:\n", name, l) }
+	for i, r := range []string{"AX", "SI", "DX", "BX", "R8"} {
+		w("MOVQ %s+%d(FP), %s", args[i], 8*i, r)
+		if i == 2 || i == 4 {
+			w("SHLQ $0x02, %s", r)
+		}
+	}
+	return w, label
 }
