@@ -56,7 +56,9 @@ const cacheClass = 64
 
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
-func newCache(layers, heads, hd, capacity int) *Cache { return newCacheFrom(nil, layers, heads, hd, capacity) }
+func newCache(layers, heads, hd, capacity int) *Cache {
+	return newCacheFrom(nil, layers, heads, hd, capacity)
+}
 
 func newCacheFrom(pool *CachePool, layers, heads, hd, capacity int) *Cache {
 	c := &Cache{K: make([][]float32, layers), V: make([][]float32, layers), cap: capacity, heads: heads, hd: hd, pool: pool}
@@ -92,7 +94,9 @@ type CachePool struct {
 }
 
 // NewCachePool returns a pool that keeps at most limit bytes of released caches.
-func NewCachePool(limit int64) *CachePool { return &CachePool{free: map[int][][]float32{}, limit: limit} }
+func NewCachePool(limit int64) *CachePool {
+	return &CachePool{free: map[int][][]float32{}, limit: limit}
+}
 
 func (p *CachePool) get(capacity int) []float32 {
 	if p == nil {
