@@ -40,52 +40,19 @@ func skinnyRows(s, g *strings.Builder, reg string, width int) {
 	w, label := skinnyText(s, name, sig, "AVX512F, AVX512VL", [5]string{"k", "x", "ldx", "m", "ldm"})
 	w("MOVQ mask+56(FP), R9")
 	w("KMOVW R9, K1")
-	// Rows of X: SI, CX, R10..R15; the step index in DX once the rows are set.
-	rows := []string{"SI", "CX", "R10", "R11", "R12", "R13", "R14", "R15"}
-	for i := 1; i < 8; i++ {
-		w("LEAQ (%s)(DX*1), %s", rows[i-1], rows[i])
-	}
-	for i := 0; i < 8; i++ {
-		w("VPXORD %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
-	}
-	w("XORQ DX, DX")
-	w("MOVQ AX, R9")
-	w("ANDQ $-2, R9") // steps in pairs, then the odd one
-	label("loop")
-	w("CMPQ DX, R9")
-	w("JGE %s_tail", name)
-	w("VMOVUPS.Z (BX), K1, %s16", reg)
-	w("VMOVUPS.Z (BX)(R8*1), K1, %s17", reg)
-	for i := 0; i < 8; i++ {
-		w("VFMADD231PS.BCST (%s)(DX*4), %s16, %s%d", rows[i], reg, reg, i)
-	}
-	for i := 0; i < 8; i++ {
-		w("VFMADD231PS.BCST 4(%s)(DX*4), %s17, %s%d", rows[i], reg, reg, i)
-	}
-	w("LEAQ (BX)(R8*2), BX")
-	w("ADDQ $0x02, DX")
-	w("JMP %s_loop", name)
-	label("tail")
-	w("CMPQ DX, AX")
-	w("JGE %s_store", name)
-	w("VMOVUPS.Z (BX), K1, %s16", reg)
-	for i := 0; i < 8; i++ {
-		w("VFMADD231PS.BCST (%s)(DX*4), %s16, %s%d", rows[i], reg, reg, i)
-	}
-	label("store")
-	w("VBROADCASTSS alpha+64(FP), %s16", reg)
-	w("MOVQ c+40(FP), DI")
-	w("MOVQ ldc+48(FP), R9")
-	w("SHLQ $0x02, R9")
-	for i := 0; i < 8; i++ {
-		w("VMULPS %s16, %s%d, %s%d", reg, reg, i, reg, i)
-		w("VMOVUPS %s%d, K1, (DI)", reg, i)
-		if i < 7 {
-			w("ADDQ R9, DI")
-		}
-	}
-	w("VZEROUPPER")
-	w("RET")
+	skinnyRowsBody(w, label, name, skinnyRowsOps{
+		m:     [2]string{reg + "16", reg + "17"},
+		alpha: reg + "16",
+		zero:  func(i int) { w("VPXORD %s%d, %s%d, %s%d", reg, i, reg, i, reg, i) },
+		load:  func(mem, dst string) { w("VMOVUPS.Z %s, K1, %s", mem, dst) },
+		fma: func(off, row, src string, i int) {
+			w("VFMADD231PS.BCST %s(%s)(DX*4), %s, %s%d", off, row, src, reg, i)
+		},
+		store: func(i int) {
+			w("VMULPS %s16, %s%d, %s%d", reg, reg, i, reg, i)
+			w("VMOVUPS %s%d, K1, (DI)", reg, i)
+		},
+	})
 }
 
 // skinnyOuter writes skinnyOuter8x32AVX512: c[j*ldc+a] += alpha·Σ_{t<n} u[t*ldu+j]·x[t*ldx+a] for j < 8 and
@@ -157,57 +124,22 @@ func skinnyRowsAVX2(s, g *strings.Builder) {
 	w, label := skinnyText(s, name, sig, "AVX, AVX2, FMA3", [5]string{"k", "x", "ldx", "m", "ldm"})
 	w("MOVQ mask+56(FP), R9")
 	w("VMOVDQU (R9), Y15")
-	rows := []string{"SI", "CX", "R10", "R11", "R12", "R13", "R14", "R15"}
-	for i := 1; i < 8; i++ {
-		w("LEAQ (%s)(DX*1), %s", rows[i-1], rows[i])
-	}
-	for i := 0; i < 8; i++ {
-		w("VXORPS Y%d, Y%d, Y%d", i, i, i)
-	}
-	w("XORQ DX, DX")
-	w("MOVQ AX, R9")
-	w("ANDQ $-2, R9")
 	t := 0
-	bcast := func(off string, row, src int) { // acc[row] += x[row][p+off]·M's row in src
-		w("VBROADCASTSS %s(%s)(DX*4), Y%d", off, rows[row], 10+t)
-		w("VFMADD231PS Y%d, Y%d, Y%d", src, 10+t, row)
-		t = (t + 1) % 5
-	}
-	label("loop")
-	w("CMPQ DX, R9")
-	w("JGE %s_tail", name)
-	w("VMASKMOVPS (BX), Y15, Y8")
-	w("VMASKMOVPS (BX)(R8*1), Y15, Y9")
-	for i := 0; i < 8; i++ {
-		bcast("", i, 8)
-	}
-	for i := 0; i < 8; i++ {
-		bcast("4", i, 9)
-	}
-	w("LEAQ (BX)(R8*2), BX")
-	w("ADDQ $0x02, DX")
-	w("JMP %s_loop", name)
-	label("tail")
-	w("CMPQ DX, AX")
-	w("JGE %s_store", name)
-	w("VMASKMOVPS (BX), Y15, Y8")
-	for i := 0; i < 8; i++ {
-		bcast("", i, 8)
-	}
-	label("store")
-	w("VBROADCASTSS alpha+64(FP), Y8")
-	w("MOVQ c+40(FP), DI")
-	w("MOVQ ldc+48(FP), R9")
-	w("SHLQ $0x02, R9")
-	for i := 0; i < 8; i++ {
-		w("VMULPS Y8, Y%d, Y%d", i, i)
-		w("VMASKMOVPS Y%d, Y15, (DI)", i)
-		if i < 7 {
-			w("ADDQ R9, DI")
-		}
-	}
-	w("VZEROUPPER")
-	w("RET")
+	skinnyRowsBody(w, label, name, skinnyRowsOps{
+		m:     [2]string{"Y8", "Y9"},
+		alpha: "Y8",
+		zero:  func(i int) { w("VXORPS Y%d, Y%d, Y%d", i, i, i) },
+		load:  func(mem, dst string) { w("VMASKMOVPS %s, Y15, %s", mem, dst) },
+		fma: func(off, row, src string, i int) { // x[row][p+off] into the next of five registers, then the FMA
+			w("VBROADCASTSS %s(%s)(DX*4), Y%d", off, row, 10+t)
+			w("VFMADD231PS %s, Y%d, Y%d", src, 10+t, i)
+			t = (t + 1) % 5
+		},
+		store: func(i int) {
+			w("VMULPS Y8, Y%d, Y%d", i, i)
+			w("VMASKMOVPS Y%d, Y15, (DI)", i)
+		},
+	})
 }
 
 // skinnyOuterAVX2 writes skinnyOuter8x8AVX2, skinnyOuter8x32's form for AVX2 machines: an 8 × 8 block of C
@@ -270,4 +202,65 @@ func skinnyText(s *strings.Builder, name, sig, requires string, args [5]string) 
 		}
 	}
 	return w, label
+}
+
+// skinnyRowsOps are an instruction set's pieces of a skinny rows kernel: the registers M's two rows are loaded
+// into and alpha is broadcast into, and the instructions that zero accumulator i, load a row of M, add x[row]
+// at step p+off times M's row in src to accumulator i, and scale accumulator i and store it at (DI).
+type skinnyRowsOps struct {
+	m     [2]string
+	alpha string
+	zero  func(i int)
+	load  func(mem, dst string)
+	fma   func(off, row, src string, i int)
+	store func(i int)
+}
+
+// skinnyRowsBody writes a skinny rows kernel after its argument and mask loads: the rows of X in SI, CX,
+// R10..R15 (the step index in DX once they are set), accumulators 0–7, the steps in pairs and then the odd
+// one, each step a row of M multiplied into every accumulator; then C = alpha·acc, row by row.
+func skinnyRowsBody(w func(string, ...any), label func(string), name string, op skinnyRowsOps) {
+	rows := []string{"SI", "CX", "R10", "R11", "R12", "R13", "R14", "R15"}
+	for i := 1; i < 8; i++ {
+		w("LEAQ (%s)(DX*1), %s", rows[i-1], rows[i])
+	}
+	for i := 0; i < 8; i++ {
+		op.zero(i)
+	}
+	w("XORQ DX, DX")
+	w("MOVQ AX, R9")
+	w("ANDQ $-2, R9") // steps in pairs, then the odd one
+	label("loop")
+	w("CMPQ DX, R9")
+	w("JGE %s_tail", name)
+	op.load("(BX)", op.m[0])
+	op.load("(BX)(R8*1)", op.m[1])
+	for s, off := range []string{"", "4"} {
+		for i := 0; i < 8; i++ {
+			op.fma(off, rows[i], op.m[s], i)
+		}
+	}
+	w("LEAQ (BX)(R8*2), BX")
+	w("ADDQ $0x02, DX")
+	w("JMP %s_loop", name)
+	label("tail")
+	w("CMPQ DX, AX")
+	w("JGE %s_store", name)
+	op.load("(BX)", op.m[0])
+	for i := 0; i < 8; i++ {
+		op.fma("", rows[i], op.m[0], i)
+	}
+	label("store")
+	w("VBROADCASTSS alpha+64(FP), %s", op.alpha)
+	w("MOVQ c+40(FP), DI")
+	w("MOVQ ldc+48(FP), R9")
+	w("SHLQ $0x02, R9")
+	for i := 0; i < 8; i++ {
+		op.store(i)
+		if i < 7 {
+			w("ADDQ R9, DI")
+		}
+	}
+	w("VZEROUPPER")
+	w("RET")
 }
