@@ -44,6 +44,8 @@ func testPairs(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, tc := range []struct{ m, n, k int }{
 		{8, 1, 32}, {31, 17, 64}, {32, 32, 96}, {33, 70, 100}, {100, 45, 576}, {600, 33, 130}, {40, 64, 2200}, {64, 192, 4200},
+		// Chunks of rows over blocks of the contraction (the panels laid out by the first chunk, held for the rest).
+		{1100, 70, 2200},
 		// Fewer rows than a tile's (the packed products take them; dotPanel's 1-, 2- and 4-row tiles).
 		{1, 70, 100}, {2, 64, 576}, {3, 96, 64}, {6, 34, 130},
 	} {
