@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"sync"
@@ -30,8 +31,12 @@ type iteration struct {
 	completionTokens             int     // tokens sampled in the rollouts
 	trainTokens                  int     // prompt + completion tokens of the trajectories trained on
 	engineTrainTPS               float64 // the job's own tokens_per_second (its last gradient_step), 0 when absent
-	step                         int     // the checkpoint step the iteration produced
-	reward                       float64 // mean reward of the rollouts
+	// ratio and clipped are the job's first gradient step's mean_importance_ratio and clip_fraction: the
+	// rollouts were sampled from the checkpoint that step starts from, so the ratio of the trainer's
+	// probability of each sampled token to the sampler's is 1 but for their numerics (NaN when absent).
+	ratio, clipped float64
+	step           int     // the checkpoint step the iteration produced
+	reward         float64 // mean reward of the rollouts
 }
 
 func (it iteration) total() time.Duration { return it.rollouts + it.score + it.train + it.chat }
@@ -159,8 +164,15 @@ func runIteration(ctx context.Context, o options, c *trainingapi.Client, modelID
 		return it, fmt.Errorf("training job %s: %w", created.ID, err)
 	}
 	it.train = time.Since(t0)
+	it.ratio, it.clipped = math.NaN(), math.NaN()
 	if len(steps) > 0 {
 		it.engineTrainTPS, _ = steps[len(steps)-1]["tokens_per_second"].(float64)
+		if r, ok := steps[0]["mean_importance_ratio"].(float64); ok {
+			it.ratio = r
+		}
+		if c, ok := steps[0]["clip_fraction"].(float64); ok {
+			it.clipped = c
+		}
 	}
 
 	if it.step, err = c.NewestStep(ctx, modelID); err != nil {

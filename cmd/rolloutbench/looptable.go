@@ -31,6 +31,10 @@ func printLoopTable(w io.Writer, h loopHeader, its []iteration) {
 			secs(it.rollouts), float64(it.completionTokens)/it.rollouts.Seconds(), secs2(it.score), secs(it.train), train,
 			secs2(it.chat), secs(it.total()))
 	}
+	fmt.Fprint(w, "\non-policy check, each job's first gradient step (the rollouts' log-probabilities, the sampler's, against the trainer's):")
+	for _, it := range its {
+		fmt.Fprintf(w, " %s %d: mean importance ratio %.5f, %.2f%% clipped;", it.shape, it.index, it.ratio, 100*it.clipped)
+	}
 	fmt.Fprint(w, `
 rollouts: the G×N requests sent at once → the last answer, on the model's newest checkpoint; rollout tok/s:
 completion tokens / that time. reward + log: a deterministic reward (the share of letters in the reply) and
