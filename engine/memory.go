@@ -85,7 +85,9 @@ func (b *Base) FitStepMemory(s StepShape, limit int64) (MemoryEstimate, error) {
 	}
 	// The budget picks whole sequences per micro-batch; the estimate then adds an eighth for the arenas'
 	// unfilled blocks, so the budget leaves room for that eighth.
-	s.ActivationBudget = max(1, (limit-(est.Total()-est.Activations))*8/9)
+	// The rounded rows (estimate) are outside the budget: those of the micro-batch without the limit, at
+	// least as many as the chosen one's.
+	s.ActivationBudget = max(1, (limit-(est.Total()-est.Activations)-model.RoundedRowsBytes(b.w.Cfg, est.MicroBatch*s.SeqLen))*8/9)
 	if est, err = b.EstimateStepMemory(s); err != nil {
 		return est, err
 	}
@@ -132,6 +134,8 @@ func estimate(c model.Config, weights int64, s StepShape) (MemoryEstimate, error
 		e.Activations += model.InferPassBytes(c, s.LoRA.Rank, nTargets, e.MicroBatch*s.SeqLen)
 	}
 	e.Activations += e.Activations / 8 // the arenas' blocks are not filled to the last byte
+	// Beside the arena, the rows the forward pass rounds to bfloat16 ahead of its products.
+	e.Activations += model.RoundedRowsBytes(c, e.MicroBatch*s.SeqLen)
 	rows := min(headChunkRows(c.VocabSize), e.MicroBatch*s.SeqLen)
 	e.Head = 4 * int64(c.VocabSize) * (int64(rows) + 2*int64(runtime.GOMAXPROCS(0))) // logits + softmax scratch
 	return e, nil

@@ -103,7 +103,51 @@ func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, ld
 		scaleMatrix(m, out, beta, c, ldc)
 		return
 	}
-	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc)
+	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil)
+}
+
+// RoundedRows reports whether SgemmPackedPairsRounded takes rows of k values rounded ahead
+// (RoundRowBF16): where the pair products multiply rows as stored (VDPBF16PS; AMX's tiles want them laid
+// out otherwise) and k is one block of the contraction (2,048 values at most).
+func RoundedRows(k int) bool { return pairProducts != nil && !pairTiledA && k <= pairBlockSteps*32 }
+
+// RoundedStride is the stride, in values, of rows of k values rounded for SgemmPackedPairsRounded: k rounded
+// up to a step of 32.
+func RoundedStride(k int) int { return (k + 31) / 32 * 32 }
+
+// RoundRowBF16 rounds src, a row of A, to bfloat16 into dst[:RoundedStride(len(src))], zeros past its end:
+// one row of SgemmPackedPairsRounded's rounded A, as the product would round it.
+func RoundRowBF16(dst []uint16, src []float32) {
+	ld := RoundedStride(len(src))
+	if roundRow != nil {
+		roundRow(dst[:ld], src)
+		return
+	}
+	RoundBF16(dst, src)
+	clear(dst[len(src):ld])
+}
+
+// roundRow is RoundRowBF16's vector version (pairs_amd64.go).
+var roundRow func(dst []uint16, src []float32)
+
+// SgemmPackedPairsRounded is SgemmPackedPairs with A's rows rounded to bfloat16 already (row i at
+// rounded[i·RoundedStride(k):], RoundRowBF16, at least m rounded up to 32 rows long): a producer that rounds its
+// rows as it writes them, while they are in cache, spares the product reading A from memory to round it —
+// once for each product that multiplies the same rows (a layer's q, k and v; gate and up). The sums are
+// SgemmPackedPairs', bit for bit. Where RoundedRows(k) says no, rounded is not read and a is rounded as
+// SgemmPackedPairs rounds it.
+func SgemmPackedPairsRounded(m int, alpha float32, a []float32, lda int, rounded []uint16, p *PackedPairs,
+	beta float32, c []float32, ldc int) {
+	if !RoundedRows(p.k) || m <= 0 || alpha == 0 {
+		p.product(true, m, alpha, a, lda, beta, c, ldc)
+		return
+	}
+	checkMatrix("A", false, m, p.k, a, lda)
+	checkMatrix("C", false, m, p.n, c, ldc)
+	if need := (m + 31) / 32 * 32 * RoundedStride(p.k); len(rounded) < need {
+		panic(fmt.Sprintf("linalg.SgemmPackedPairsRounded: %d rounded values, %d rows of %d need %d", len(rounded), m, p.k, need))
+	}
+	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded)
 }
 
 // amxPeakLoop, when set, runs iterations of 8 TDPBF16PS on register tiles (AMXLoop).

@@ -37,6 +37,7 @@ func init() {
 	}
 	pairProducts = sgemmPairs
 	pairPanelT = panelT
+	roundRow = func(dst []uint16, src []float32) { roundSteps(dst, src, 32) }
 	bf16Train.Store(true)
 }
 
@@ -102,7 +103,7 @@ const (
 // and b is not read: as they are stored for x·Wᵀ (transB), or transposed block by block for dy·W, whose
 // B is pre's W (k × n: pre's n rows, its k columns).
 func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
-	beta float32, c []float32, ldc int) {
+	beta float32, c []float32, ldc int, rounded []uint16) {
 	steps := (k + 31) / 32
 	nb := (steps + pairBlockSteps - 1) / pairBlockSteps
 	blockSteps := (steps + nb - 1) / nb
@@ -187,11 +188,15 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 			rows := min(chunk, m-i0)
 			blocks := (rows + 31) / 32
 			as := (*a16)[:blocks*32*ld]
-			parallelFor(workers, blocks, func(_, blk int) {
-				for i := blk * 32; i < min(rows, blk*32+32); i++ {
-					roundSteps(as[blk*32*ld+i%32*rowStride:], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur], stepStride)
-				}
-			})
+			if rounded != nil && nb == 1 && !pairTiledA {
+				as = rounded[i0*ld : (i0+blocks*32)*ld] // rounded by the caller (SgemmPackedPairsRounded)
+			} else {
+				parallelFor(workers, blocks, func(_, blk int) {
+					for i := blk * 32; i < min(rows, blk*32+32); i++ {
+						roundSteps(as[blk*32*ld+i%32*rowStride:], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur], stepStride)
+					}
+				})
+			}
 			panel := func(w, jp int) {
 				j0 := jp * 32
 				cols := min(32, n-j0)

@@ -95,6 +95,7 @@ func testPairs(t *testing.T) {
 						}
 					}
 					c0 := append([]float32(nil), c...)
+					c1 := append([]float32(nil), c...)
 					SgemmBF16Train(transB, m, n, k, ab[0], a, lda, b, ldb, ab[1], c, ldc)
 					check := func(form string, c []float32) {
 						for i := range m {
@@ -118,6 +119,23 @@ func testPairs(t *testing.T) {
 						}
 						SgemmPackedPairs(m, ab[0], a, lda, p, ab[1], c0, ldc)
 						check("SgemmPackedPairs", c0)
+						// A's rows rounded ahead (RoundRowBF16), NaN past the m rows the product may read but not
+						// store: the same sums, bit for bit.
+						ld := RoundedStride(k)
+						rounded := make([]uint16, (m+31)/32*32*ld)
+						for i := range rounded {
+							rounded[i] = 0x7fc0
+						}
+						for i := range m {
+							RoundRowBF16(rounded[i*ld:], a[i*lda:i*lda+k])
+						}
+						SgemmPackedPairsRounded(m, ab[0], a, lda, rounded, p, ab[1], c1, ldc)
+						for i := range c1 {
+							if c1[i] != c0[i] {
+								t.Fatalf("SgemmPackedPairsRounded (rows rounded ahead: %v): C[%d] = %v, SgemmPackedPairs' %v",
+									RoundedRows(k), i, c1[i], c0[i])
+							}
+						}
 					case !transB && PacksPairs(k, n) && ldb%2 == 0:
 						// B is W (k × n) of a product x·Wᵀ, packed for it; dy·W reads its blocks transposed, and
 						// sums as SgemmBF16Train does from the row-major W (from the rows it takes to the pair

@@ -97,7 +97,7 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	// The layer's h1, h2 and a shared one buffer in the forward pass (Pass.hbuf): each is recomputed here,
 	// bit for bit, when a gradient reads it.
 	if p.readsInput(ModDown, lc, g) {
-		gatedActivation(c, lc.a, lc.g, lc.u)
+		gatedActivation(c, lc.a, nil, lc.g, lc.u)
 	}
 	p.linearBack(l, ModDown, lc, lc.a, dOut, da, 0, g, true)
 	// The gate's and up's gradients replace their outputs (read for the last time here).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // smolLM2 is SmolLM2-135M's shape.
@@ -219,5 +221,54 @@ func BenchmarkAttention(b *testing.B) {
 		clear(dk)
 		clear(dv)
 		p.attentionBack(0, lc, datt, dq, dk, dv)
+	}
+}
+
+// BenchmarkForwardRounded is a training micro-batch's forward pass at SmolLM2-135M's shape (10 sequences of
+// 128 tokens, the pass of a 1.125 GiB activation budget) on a base in the pair layout, its rows rounded to
+// bfloat16 by each product ("products") or once by the norms that write them ("norms", Pass.rounded).
+//
+//	go test -run XXX -bench ForwardRounded -count 6 ./engine/model/
+func BenchmarkForwardRounded(b *testing.B) {
+	if !linalg.SetBF16Train(true) || !linalg.SetBF16Dot(true) || !linalg.RoundedRows(smolLM2.Dim) {
+		linalg.SetBF16Train(false)
+		linalg.SetBF16Dot(false)
+		b.Skip("no pair products taking rows rounded ahead on this CPU")
+	}
+	defer func() {
+		linalg.SetBF16Train(false)
+		linalg.SetBF16Dot(false)
+	}()
+	cfg := smolLM2
+	cfg.VocabSize = 4096
+	w32, err := NewWeights(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w32.Init(1)
+	w := w32.ToBF16()
+	w.Pack()
+	seqs := make([][]int, 10)
+	for s := range seqs {
+		for i := range 128 {
+			seqs[s] = append(seqs[s], (s*977+i*131)%cfg.VocabSize)
+		}
+	}
+	for _, ahead := range []bool{false, true} {
+		name := "products"
+		if ahead {
+			name = "norms"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(was bool) { roundAhead = was }(roundAhead)
+			roundAhead = ahead
+			var ar Arena
+			for b.Loop() {
+				ar.Reset()
+				if _, err := w.Forward(context.Background(), seqs, PassOptions{Keep: true, Arena: &ar}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -239,3 +239,61 @@ func TestBF16TrainProducts(t *testing.T) {
 			maxLogit, lossE, lossB, worst, minCos)
 	}
 }
+
+// TestRoundedAhead: a forward pass whose norms round their rows to bfloat16 for q, k, v, gate and up
+// (Pass.rounded) gives the logits of the products rounding the rows themselves, bit for bit — with and
+// without a LoRA adapter, over a batch whose rows are not a multiple of 32.
+func TestRoundedAhead(t *testing.T) {
+	if !linalg.SetBF16Train(true) || !linalg.SetBF16Dot(true) || !linalg.RoundedRows(smolLM2.Dim) {
+		linalg.SetBF16Train(false)
+		linalg.SetBF16Dot(false)
+		t.Skip("no pair products taking rows rounded ahead on this CPU")
+	}
+	defer func() {
+		linalg.SetBF16Train(false)
+		linalg.SetBF16Dot(false)
+	}()
+	w32 := smallDotModel(t)
+	w := w32.ToBF16()
+	w.Pack()
+	if w.Layers[0].W[ModQ].pairs == nil {
+		t.Fatal("the base is not held in the pair layout")
+	}
+	all := [NumModules]bool{true, true, true, true, true, true, true}
+	lora, _ := NewLoRA(w.Cfg, 8, 16, 0, all, 3)
+	for _, ts := range lora.Tensors(w.Cfg) {
+		for i := range ts.Data {
+			ts.Data[i] = float32(math.Sin(float64(i)*0.37)) * 0.02
+		}
+	}
+	seqs := [][]int{make([]int, 37), make([]int, 50)}
+	for s := range seqs {
+		for i := range seqs[s] {
+			seqs[s][i] = (s*977 + i*131) % w.Cfg.VocabSize
+		}
+	}
+	for _, l := range []*LoRA{nil, lora} {
+		logits := func(ahead bool) []float32 {
+			defer func(was bool) { roundAhead = was }(roundAhead)
+			roundAhead = ahead
+			p, err := w.Forward(context.Background(), seqs, PassOptions{LoRA: l, Keep: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ahead && p.r16 == nil {
+				t.Fatal("the pass rounded no rows ahead")
+			}
+			rows := make([]int, p.Rows())
+			for i := range rows {
+				rows[i] = i
+			}
+			return p.Logits(rows)
+		}
+		got, want := logits(true), logits(false)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("lora %v: logit %d = %v rounded ahead, %v by the products", l != nil, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -65,8 +65,9 @@ type Pass struct {
 	// what the layer keeps (x, x2 and their norms' scales; g and u) instead. Kept per layer they were 31% of
 	// a 135M pass's memory per token, and a smaller pass repeats a group's shared prompt more often.
 	hbuf     []float32
-	FlopsFwd int64 // matmul flops issued by the forward pass
-	FlopsBwd int64 // matmul flops issued by Backward
+	r16      []uint16 // rounded's buffer
+	FlopsFwd int64    // matmul flops issued by the forward pass
+	FlopsBwd int64    // matmul flops issued by Backward
 }
 
 // Forward runs seqs through the model.
@@ -233,17 +234,18 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 		cp1 = x2
 	}
 	off := c.normOffset()
-	rmsNormTo(lc.h1, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps, off, false)
+	h16 := p.rounded(c.Dim) // h1's rows rounded for q, k and v, then h2's for gate and up
+	rmsNormRounding(lc.h1, h16, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps, off, false)
 	if c.QKNorm {
-		p.linear(l, ModQ, lc, lc.h1, lc.qraw, 0)
-		p.linear(l, ModK, lc, lc.h1, lc.kraw, 0)
+		p.linearRounded(l, ModQ, lc, lc.h1, h16, lc.qraw, 0)
+		p.linearRounded(l, ModK, lc, lc.h1, h16, lc.kraw, 0)
 		rmsNormTo(lc.q, lc.qraw, ly.QNorm, lc.rq, nil, c.HeadDim, c.NormEps, off, false)
 		rmsNormTo(lc.k, lc.kraw, ly.KNorm, lc.rk, nil, c.HeadDim, c.NormEps, off, false)
 	} else {
-		p.linear(l, ModQ, lc, lc.h1, lc.q, 0)
-		p.linear(l, ModK, lc, lc.h1, lc.k, 0)
+		p.linearRounded(l, ModQ, lc, lc.h1, h16, lc.q, 0)
+		p.linearRounded(l, ModK, lc, lc.h1, h16, lc.k, 0)
 	}
-	p.linear(l, ModV, lc, lc.h1, lc.v, 0)
+	p.linearRounded(l, ModV, lc, lc.h1, h16, lc.v, 0)
 	p.w.ropeOf(l).applyRows(lc.q, lc.k, c.Heads, c.KVHeads, p.pos, false)
 	if p.opt.OnKV != nil {
 		p.opt.OnKV(l, lc.k, lc.v)
@@ -265,24 +267,35 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 		out = p.opt.Arena.dirty(len(x))
 		cp2 = out
 	}
-	rmsNormTo(lc.h2, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps, off, false)
-	p.linear(l, ModGate, lc, lc.h2, lc.g, 0)
-	p.linear(l, ModUp, lc, lc.h2, lc.u, 0)
-	gatedActivation(c, lc.a, lc.g, lc.u)
+	rmsNormRounding(lc.h2, h16, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps, off, false)
+	p.linearRounded(l, ModGate, lc, lc.h2, h16, lc.g, 0)
+	p.linearRounded(l, ModUp, lc, lc.h2, h16, lc.u, 0)
+	a16 := p.rounded(c.Hidden) // the buffer h2's rows were in: gate and up are done
+	gatedActivation(c, lc.a, a16, lc.g, lc.u)
 	if c.SandwichNorm {
-		p.linear(l, ModDown, lc, lc.a, lc.d, 0)
+		p.linearRounded(l, ModDown, lc, lc.a, a16, lc.d, 0)
 		rmsNormTo(out, lc.d, ly.PostMLPNorm, lc.r4, nil, c.Dim, c.NormEps, off, true)
 	} else {
-		p.linear(l, ModDown, lc, lc.a, out, 1)
+		p.linearRounded(l, ModDown, lc, lc.a, a16, out, 1)
 	}
 	return out
 }
 
 // linear computes y = beta·y + x·Wᵀ (+ bias) (+ the LoRA term) for projection m of layer l over all N rows.
 func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
+	p.linearRounded(l, m, lc, x, nil, y, beta)
+}
+
+// linearRounded is linear with x's rows also rounded to bfloat16 already (x16, from Pass.rounded; nil:
+// not), which the product with the base takes where it can (linalg.SgemmPackedPairsRounded).
+func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16, y []float32, beta float32) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
-	p.w.Layers[l].W[m].mulTPass(p.team, p.decode != nil, N, x, beta, y)
+	if w := &p.w.Layers[l].W[m]; x16 != nil && w.pairs != nil {
+		linalg.SgemmPackedPairsRounded(N, 1, x, w.Cols, x16, w.pairs, beta, y, w.Rows)
+	} else {
+		w.mulTPass(p.team, p.decode != nil, N, x, beta, y)
+	}
 	p.FlopsFwd += int64(2 * N * out * in)
 	if b := p.w.Layers[l].Bias[m]; b != nil {
 		for r := 0; r < N; r++ {
@@ -455,6 +468,29 @@ func (p *Pass) workerScratch(wk, n int) []float32 {
 		p.scratch[wk] = make([]float32, n)
 	}
 	return p.scratch[wk][:n]
+}
+
+// roundAhead turns Pass.rounded on (tests compare the products without it).
+var roundAhead = true
+
+// rounded is the pass's buffer for a producer's rows of k values rounded to bfloat16 as it writes them, for
+// the products with the base that multiply them: the attention norm's rows for q, k and v, the MLP norm's for
+// gate and up (rmsNormRounding), the gated activation's for down (gatedActivation). nil where those
+// products would not take them: a decoding step, a base not held in the pair layout, the pair products' tiled
+// rows on AMX, more than one block of k (linalg.RoundedRows). Each product rounding its rows itself read
+// them back from memory, three times for q, k and v and twice for gate and up: a 135M training pass's
+// forward (`BenchmarkForwardRounded`) went 808 → 771 ms with the norms rounding and then 918 → 821 with the
+// activation too, on a Zen 4 EPYC whose speed moved between the two. One buffer serves every layer, its N
+// rows rounded up to 32 (the products read whole blocks): 3.9 MB for 1,280 rows of 1,536 (RoundedRowsBytes).
+func (p *Pass) rounded(k int) []uint16 {
+	if !roundAhead || p.decode != nil || !linalg.RoundedRows(k) || p.w.Layers[0].W[ModQ].pairs == nil {
+		return nil
+	}
+	n := (p.N + 31) / 32 * 32 * linalg.RoundedStride(k)
+	if cap(p.r16) < n {
+		p.r16 = make([]uint16, n)
+	}
+	return p.r16[:n]
 }
 
 // Rows is the number of token rows in the pass.

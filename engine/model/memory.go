@@ -60,6 +60,13 @@ func InferPassBytes(c Config, rank, nTargets, n int) int64 {
 	return 4 * int64(n) * perToken
 }
 
+// RoundedRowsBytes is what a pass over n tokens holds beside its arena for the rows its norms and gated
+// activation round to bfloat16 ahead of the products (Pass.rounded): at most n rounded up to 32 rows of the
+// wider of dim and hidden, rounded up to 32 values.
+func RoundedRowsBytes(c Config, n int) int64 {
+	return 2 * int64((n+31)/32*32) * int64((max(c.Dim, c.Hidden)+31)/32*32)
+}
+
 // RopeBytes is the memory of the rotary tables weights of config c hold besides their parameters (cos and
 // sin of every position and frequency; a second table for local layers): Config.WeightBytes + RopeBytes is
 // what loading a base takes.

@@ -109,8 +109,16 @@ func rmsNorm(y, x, g, r, cp []float32, dim int, eps float32) {
 // rmsNormTo is rmsNorm with the gains taken as off + g (Gemma's 1 + g), and with add the normed rows added
 // to y instead of written (a sublayer's output normed into the residual stream).
 func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
+	rmsNormRounding(y, nil, x, g, r, cp, dim, eps, off, add)
+}
+
+// rmsNormRounding is rmsNormTo that also rounds each row of y to bfloat16 into y16 as it writes it
+// (linalg.RoundRowBF16, rows linalg.RoundedStride(dim) apart; nil: not), for the products that multiply y
+// (Pass.rounded).
+func rmsNormRounding(y []float32, y16 []uint16, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	g = g[:dim]
 	gains := normGains(g, off)
+	ld := linalg.RoundedStride(dim)
 	linalg.ParallelRows(len(r), len(r)*dim*3, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			xr := x[t*dim : t*dim+dim]
@@ -126,6 +134,9 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 			}
 			if cp != nil {
 				copy(cp[t*dim:t*dim+dim], xr)
+			}
+			if y16 != nil {
+				linalg.RoundRowBF16(y16[t*ld:(t+1)*ld], yr)
 			}
 		}
 	})
@@ -203,23 +214,27 @@ func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int, off float32) {
 
 // swiglu writes a = silu(g)·u = g·σ(g)·u over rows of width w (σ computed into a first, vectorised in
 // linalg, one row at a time so the row stays in L1).
-func swiglu(a, g, u []float32, w int) {
-	rows := len(g) / w
+func swiglu(a []float32, a16 []uint16, g, u []float32, w int) {
+	rows, ld := len(g)/w, linalg.RoundedStride(w)
 	linalg.ParallelRows(rows, len(g)*8, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
 			linalg.Sigmoid(ar, gr)
 			linalg.MulProd(ar, gr, ur)
+			if a16 != nil {
+				linalg.RoundRowBF16(a16[t*ld:(t+1)*ld], ar)
+			}
 		}
 	})
 }
 
 // gatedActivation writes the MLP's a = act(g)·u over rows of width c.Hidden: GeGLU or SwiGLU as c says.
-func gatedActivation(c Config, a, g, u []float32) {
+// With a16 (nil: not) each row of a is also rounded to bfloat16 there, for the down projection (Pass.rounded).
+func gatedActivation(c Config, a []float32, a16 []uint16, g, u []float32) {
 	if c.GeluTanh {
-		geglu(a, g, u, c.Hidden)
+		geglu(a, a16, g, u, c.Hidden)
 	} else {
-		swiglu(a, g, u, c.Hidden)
+		swiglu(a, a16, g, u, c.Hidden)
 	}
 }
 
@@ -282,8 +297,8 @@ const (
 )
 
 // geglu writes a = gelu_tanh(g)·u over rows of width w (σ(2z) computed into a first).
-func geglu(a, g, u []float32, w int) {
-	rows := len(g) / w
+func geglu(a []float32, a16 []uint16, g, u []float32, w int) {
+	rows, ld := len(g)/w, linalg.RoundedStride(w)
 	linalg.ParallelRows(rows, len(g)*12, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
@@ -292,6 +307,9 @@ func geglu(a, g, u []float32, w int) {
 			}
 			linalg.Sigmoid(ar, ar)
 			linalg.MulProd(ar, gr, ur)
+			if a16 != nil {
+				linalg.RoundRowBF16(a16[t*ld:(t+1)*ld], ar)
+			}
 		}
 	})
 }
