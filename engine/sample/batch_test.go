@@ -39,9 +39,23 @@ func runHeld(t *testing.T, b *Batcher, ctxs []context.Context, prompts [][]int, 
 // runHeldAdapters is runHeld with request i on adapter loras[i] (loras nil: the base model for all).
 func runHeldAdapters(t *testing.T, b *Batcher, ctxs []context.Context, loras []*model.LoRA, prompts [][]int, params []Params) ([][]Completion, []error) {
 	t.Helper()
-	b.mu.Lock()
-	b.running = true // hold the loop back: Run only queues the request
-	b.mu.Unlock()
+	// A request before these (a test's warm-up) ends before its loop does: the loop sets running false, as
+	// it returns, only on its next turn. Holding it back before then let that loop take these requests (or
+	// clear the hold), and none of them ever joined.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		idle := !b.running
+		if idle {
+			b.running = true // hold the loop back: Run only queues the request
+		}
+		b.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batcher's loop is still running")
+		}
+	}
 	outs, errs := make([][]Completion, len(prompts)), make([]error, len(prompts))
 	var wg sync.WaitGroup
 	for i := range prompts {
