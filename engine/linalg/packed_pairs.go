@@ -115,6 +115,10 @@ func RoundedRows(k int) bool { return pairProducts != nil && !pairTiledA && k <=
 // up to a step of 32.
 func RoundedStride(k int) int { return (k + 31) / 32 * 32 }
 
+// RoundedLen is the length of SgemmPackedPairsRounded's rounded for m rows of k values: the products read
+// rows in blocks of 32, so m rounded up to 32 rows of RoundedStride(k).
+func RoundedLen(m, k int) int { return (m + 31) / 32 * 32 * RoundedStride(k) }
+
 // RoundRowBF16 rounds src, a row of A, to bfloat16 into dst[:RoundedStride(len(src))], zeros past its end:
 // one row of SgemmPackedPairsRounded's rounded A, as the product would round it.
 func RoundRowBF16(dst []uint16, src []float32) {
@@ -131,7 +135,7 @@ func RoundRowBF16(dst []uint16, src []float32) {
 var roundRow func(dst []uint16, src []float32)
 
 // SgemmPackedPairsRounded is SgemmPackedPairs with A's rows rounded to bfloat16 already (row i at
-// rounded[i·RoundedStride(k):], RoundRowBF16, at least m rounded up to 32 rows long): a producer that rounds its
+// rounded[i·RoundedStride(k):], RoundRowBF16, RoundedLen(m, k) values): a producer that rounds its
 // rows as it writes them, while they are in cache, spares the product reading A from memory to round it —
 // once for each product that multiplies the same rows (a layer's q, k and v; gate and up). The sums are
 // SgemmPackedPairs', bit for bit. Where RoundedRows(k) says no, rounded is not read and a is rounded as
@@ -144,7 +148,7 @@ func SgemmPackedPairsRounded(m int, alpha float32, a []float32, lda int, rounded
 	}
 	checkMatrix("A", false, m, p.k, a, lda)
 	checkMatrix("C", false, m, p.n, c, ldc)
-	if need := (m + 31) / 32 * 32 * RoundedStride(p.k); len(rounded) < need {
+	if need := RoundedLen(m, p.k); len(rounded) < need {
 		panic(fmt.Sprintf("linalg.SgemmPackedPairsRounded: %d rounded values, %d rows of %d need %d", len(rounded), m, p.k, need))
 	}
 	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded)

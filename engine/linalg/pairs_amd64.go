@@ -109,8 +109,11 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	blockSteps := (steps + nb - 1) / nb
 	chunk := min(roundUp(m, 32), pairChunkRows)
 	panels := (n + 31) / 32
-	a16 := scratch16.get(chunk * blockSteps * 32)
-	defer scratch16.put(a16)
+	var a16 *[]uint16 // A's rows rounded, a chunk at a time, unless the caller rounded them
+	if rounded == nil {
+		a16 = scratch16.get(chunk * blockSteps * 32)
+		defer scratch16.put(a16)
+	}
 	// Fewer rows than a tile's (a decoding step of one sequence on weights held only in the pair layout) do
 	// little arithmetic per byte of the weights: they are split by those bytes, as other streaming products
 	// are, or a matrix-vector product would run at one core's bandwidth.
@@ -187,10 +190,11 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		for i0 := 0; i0 < m; i0 += chunk {
 			rows := min(chunk, m-i0)
 			blocks := (rows + 31) / 32
-			as := (*a16)[:blocks*32*ld]
-			if rounded != nil && nb == 1 && !pairTiledA {
-				as = rounded[i0*ld : (i0+blocks*32)*ld] // rounded by the caller (SgemmPackedPairsRounded)
+			var as []uint16
+			if rounded != nil { // by the caller (SgemmPackedPairsRounded: one block, rows as stored)
+				as = rounded[i0*ld : (i0+blocks*32)*ld]
 			} else {
+				as = (*a16)[:blocks*32*ld]
 				parallelFor(workers, blocks, func(_, blk int) {
 					for i := blk * 32; i < min(rows, blk*32+32); i++ {
 						roundSteps(as[blk*32*ld+i%32*rowStride:], a[(i0+i)*lda+p0:(i0+i)*lda+p0+kcur], stepStride)

@@ -122,7 +122,7 @@ func testPairs(t *testing.T) {
 						// A's rows rounded ahead (RoundRowBF16), NaN past the m rows the product may read but not
 						// store: the same sums, bit for bit.
 						ld := RoundedStride(k)
-						rounded := make([]uint16, (m+31)/32*32*ld)
+						rounded := make([]uint16, RoundedLen(m, k))
 						for i := range rounded {
 							rounded[i] = 0x7fc0
 						}

@@ -486,7 +486,7 @@ func (p *Pass) rounded(k int) []uint16 {
 	if !roundAhead || p.decode != nil || !linalg.RoundedRows(k) || p.w.Layers[0].W[ModQ].pairs == nil {
 		return nil
 	}
-	n := (p.N + 31) / 32 * 32 * linalg.RoundedStride(k)
+	n := linalg.RoundedLen(p.N, k)
 	if cap(p.r16) < n {
 		p.r16 = make([]uint16, n)
 	}

@@ -1,5 +1,7 @@
 package model
 
+import "github.com/trainyard/trainyard/engine/linalg"
+
 // TrainPassBytes is the arena memory of a training pass (Forward with Keep, then Backward) over sequences of
 // the given lengths with a LoRA adapter of rank on targets (dropout: its masks are kept too). It mirrors the
 // buffers forward.go, backward.go and head.go take from the arena; TestTrainPassBytes holds it to the
@@ -61,10 +63,10 @@ func InferPassBytes(c Config, rank, nTargets, n int) int64 {
 }
 
 // RoundedRowsBytes is what a pass over n tokens holds beside its arena for the rows its norms and gated
-// activation round to bfloat16 ahead of the products (Pass.rounded): at most n rounded up to 32 rows of the
-// wider of dim and hidden, rounded up to 32 values.
+// activation round to bfloat16 ahead of the products (Pass.rounded): at most n rows of the wider of dim and
+// hidden (counted whether or not this CPU's products take them).
 func RoundedRowsBytes(c Config, n int) int64 {
-	return 2 * int64((n+31)/32*32) * int64((max(c.Dim, c.Hidden)+31)/32*32)
+	return 2 * int64(linalg.RoundedLen(n, max(c.Dim, c.Hidden)))
 }
 
 // RopeBytes is the memory of the rotary tables weights of config c hold besides their parameters (cos and
