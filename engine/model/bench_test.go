@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
-
-	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // smolLM2 is SmolLM2-135M's shape.
@@ -230,24 +228,9 @@ func BenchmarkAttention(b *testing.B) {
 //
 //	go test -run XXX -bench ForwardRounded -count 6 ./engine/model/
 func BenchmarkForwardRounded(b *testing.B) {
-	if !linalg.SetBF16Train(true) || !linalg.SetBF16Dot(true) || !linalg.RoundedRows(smolLM2.Dim) {
-		linalg.SetBF16Train(false)
-		linalg.SetBF16Dot(false)
-		b.Skip("no pair products taking rows rounded ahead on this CPU")
-	}
-	defer func() {
-		linalg.SetBF16Train(false)
-		linalg.SetBF16Dot(false)
-	}()
 	cfg := smolLM2
 	cfg.VocabSize = 4096
-	w32, err := NewWeights(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w32.Init(1)
-	w := w32.ToBF16()
-	w.Pack()
+	w := roundedAheadBase(b, cfg, 1)
 	seqs := make([][]int, 10)
 	for s := range seqs {
 		for i := range 128 {

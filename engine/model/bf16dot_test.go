@@ -244,21 +244,9 @@ func TestBF16TrainProducts(t *testing.T) {
 // (Pass.rounded) gives the logits of the products rounding the rows themselves, bit for bit — with and
 // without a LoRA adapter, over a batch whose rows are not a multiple of 32.
 func TestRoundedAhead(t *testing.T) {
-	if !linalg.SetBF16Train(true) || !linalg.SetBF16Dot(true) || !linalg.RoundedRows(smolLM2.Dim) {
-		linalg.SetBF16Train(false)
-		linalg.SetBF16Dot(false)
-		t.Skip("no pair products taking rows rounded ahead on this CPU")
-	}
-	defer func() {
-		linalg.SetBF16Train(false)
-		linalg.SetBF16Dot(false)
-	}()
-	w32 := smallDotModel(t)
-	w := w32.ToBF16()
-	w.Pack()
-	if w.Layers[0].W[ModQ].pairs == nil {
-		t.Fatal("the base is not held in the pair layout")
-	}
+	cfg := smolLM2
+	cfg.VocabSize, cfg.Layers = 4096, 8
+	w := roundedAheadBase(t, cfg, 3)
 	all := [NumModules]bool{true, true, true, true, true, true, true}
 	lora, _ := NewLoRA(w.Cfg, 8, 16, 0, all, 3)
 	for _, ts := range lora.Tensors(w.Cfg) {
@@ -296,4 +284,29 @@ func TestRoundedAhead(t *testing.T) {
 			}
 		}
 	}
+}
+
+// roundedAheadBase turns the pair products on for tb (this package's tests run with them off: off again at
+// tb's end) and returns cfg's model with random weights (seed) in bfloat16, held in the pair layout; it skips
+// tb where the pair products do not take rows rounded ahead (linalg.RoundedRows).
+func roundedAheadBase(tb testing.TB, cfg Config, seed int64) *Weights {
+	tb.Helper()
+	tb.Cleanup(func() {
+		linalg.SetBF16Train(false)
+		linalg.SetBF16Dot(false)
+	})
+	if !linalg.SetBF16Train(true) || !linalg.SetBF16Dot(true) || !linalg.RoundedRows(cfg.Dim) {
+		tb.Skip("no pair products taking rows rounded ahead on this CPU")
+	}
+	w32, err := NewWeights(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w32.Init(seed)
+	w := w32.ToBF16()
+	w.Pack()
+	if w.Layers[0].W[ModQ].pairs == nil {
+		tb.Fatal("the base is not held in the pair layout")
+	}
+	return w
 }
