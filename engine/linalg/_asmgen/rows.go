@@ -86,8 +86,12 @@ func rowTile(mr int) {
 // A decoding batch streams the weights and does few multiply-adds per byte: widening each panel into a
 // buffer first and packing A, as the blocked kernel needs, cost more than the product for a few rows (2 rows
 // of 1536 × 576: about twice the time of the row-major tiles), and even at 32 rows the widening pass was a
-// sixth of the step. With 6 rows a step is 12 FMAs against 2 widening loads and 2 shifts, which run beside
-// the FMAs.
+// sixth of the step. With 6 rows a step is 12 FMAs against 6 broadcasts and the widening, which compete for
+// the FMAs' ports on AMD's Zen 3 (broadcasts, shuffles and shifts run on two of its four vector pipes, one of
+// them an FMA pipe). So AVX2 widens by interleaving the panel's 16 values with zeros (`VPUNPCKLWD`,
+// `VPUNPCKHWD`: bfloat16 is the top half of a float32), one operation per 8 values where zero-extending and
+// shifting took two; the interleave works within 128-bit lanes, so the accumulators hold columns 0–3 and
+// 8–11, then 4–7 and 12–15, and their halves are exchanged once, before the store (`VPERM2F128`).
 func panelTiles() {
 	for _, is := range []panelISA{panelAVX2, panelAVX512} {
 		for mr := 1; mr <= is.maxRows; mr++ {
@@ -98,18 +102,21 @@ func panelTiles() {
 
 // panelISA is one instruction set's form of the panel tiles: a panel is two vectors of float32 wide.
 type panelISA struct {
-	name    string
-	cols    int // a panel's width: 2 vectors of cols/2 float32 values
-	maxRows int // rows of A a tile takes at most: two accumulators per row fill the registers
-	vec     func() reg.VecVirtual
-	zero    func(v reg.VecVirtual)
+	name string
+	// interleave widens a step's two vectors with VPUNPCKLWD and VPUNPCKHWD against a zero register (AVX2),
+	// instead of VPMOVZXWD and VPSLLD; the accumulators' 128-bit halves are then exchanged before the store.
+	interleave bool
+	cols       int // a panel's width: 2 vectors of cols/2 float32 values
+	maxRows    int // rows of A a tile takes at most: two accumulators per row fill the registers
+	vec        func() reg.VecVirtual
+	zero       func(v reg.VecVirtual)
 	// prefetch are the offsets, from B's current pair of k-steps, fetched once per pair: 16 pairs ahead,
 	// into the next panel near the end of this one (the panels of a run follow each other in memory).
 	prefetch []int
 }
 
 var (
-	panelAVX2 = panelISA{name: "AVX2", cols: 16, maxRows: 6, vec: YMM,
+	panelAVX2 = panelISA{name: "AVX2", cols: 16, maxRows: 6, vec: YMM, interleave: true,
 		zero: func(v reg.VecVirtual) { VXORPS(v, v, v) }, prefetch: []int{1024}}
 	// 11 rows: two accumulators per row, the panel's two widened halves and a broadcast row would fit 14 in
 	// the 32 zmm registers, but avo's allocator finds none past 11 (25 registers in the loop).
@@ -151,16 +158,28 @@ func panelTile(is panelISA, mr int) {
 			}
 		}
 	}
+	var zero reg.VecVirtual
+	if is.interleave {
+		zero = is.vec()
+		is.zero(zero)
+	}
 	q := GP64()
 	XORQ(q, q)
 	// Step u of a pair of k-values accumulates into set u % sets; pairs halve the loop's branches.
 	step := func(u int) {
 		s := u % sets
 		b0, b1 := is.vec(), is.vec()
-		VPMOVZXWD(Mem{Base: b, Disp: 2 * is.cols * u}, b0)
-		VPMOVZXWD(Mem{Base: b, Disp: 2*is.cols*u + 2*half}, b1)
-		VPSLLD(Imm(16), b0, b0)
-		VPSLLD(Imm(16), b1, b1)
+		if is.interleave {
+			// Words 0–3 and 8–11 of the step's 16 (each 128-bit lane's low four) into b0, the rest into b1,
+			// each below a zero word: the float32 values of columns 0–3, 8–11 and 4–7, 12–15.
+			VPUNPCKLWD(Mem{Base: b, Disp: 2 * is.cols * u}, zero, b0)
+			VPUNPCKHWD(Mem{Base: b, Disp: 2 * is.cols * u}, zero, b1)
+		} else {
+			VPMOVZXWD(Mem{Base: b, Disp: 2 * is.cols * u}, b0)
+			VPMOVZXWD(Mem{Base: b, Disp: 2*is.cols*u + 2*half}, b1)
+			VPSLLD(Imm(16), b0, b0)
+			VPSLLD(Imm(16), b1, b1)
+		}
 		for i := range mr {
 			x := is.vec()
 			VBROADCASTSS(Mem{Base: arow[i], Index: q, Scale: 4, Disp: 4 * u}, x)
@@ -192,6 +211,15 @@ func panelTile(is panelISA, mr int) {
 			for h := range 2 {
 				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
 			}
+		}
+	}
+	if is.interleave {
+		// Columns 0–3, 8–11 | 4–7, 12–15 back to 0–7 | 8–15: the low halves together, then the high ones.
+		for i := range mr {
+			lo := is.vec()
+			VPERM2F128(Imm(0x20), acc[0][i][1], acc[0][i][0], lo)
+			VPERM2F128(Imm(0x31), acc[0][i][1], acc[0][i][0], acc[0][i][1])
+			acc[0][i][0] = lo
 		}
 	}
 	storeRows(name, mr, acc[0], 48, is.vec, 4*half)
