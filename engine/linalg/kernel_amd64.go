@@ -2,9 +2,9 @@ package linalg
 
 import "golang.org/x/sys/cpu"
 
-// Assembly microkernels (kernel_*_amd64.s). They trust their arguments: the driver passes kc ≥ 1, packed
-// panels of kc·mr and kc·nr values and a C tile whose rows×cols corner (the whole 6×16 for tile6x16AVX2)
-// lies inside c.
+// Assembly microkernels (kernel_*_amd64.s; AVX2's tile<r>x16AVX2 are generated, in tiles_bf16_amd64.s). They
+// trust their arguments: the driver passes kc ≥ 1, packed panels of kc·mr and kc·nr values and a C tile
+// whose rows×cols corner (the whole 6×16 for tile6x16AVX2) lies inside c.
 
 //go:noescape
 func tile14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, rows, cols int)
@@ -20,9 +20,6 @@ func packA14AVX512(dst, src *float32, kc, rows, lda int, trans bool)
 
 //go:noescape
 func packB32AVX512(dst, src *float32, kc, cols, ldb int, trans bool)
-
-//go:noescape
-func tile6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
 // maxGatherStride is the largest row stride the packing gathers handle: their offsets r·ld (r < 16) are
 // 32-bit.
@@ -115,7 +112,8 @@ var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packA: packA6,
 		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	}}
 
-// avx2RowTiles[r] is the AVX2 tile for a panel of A with r < 6 rows of values (tiles_bf16_amd64.s, generated).
+// avx2RowTiles[r] is the AVX2 tile for a panel of A with r < 6 rows of values (tiles_bf16_amd64.s, generated
+// with tile6x16AVX2).
 var avx2RowTiles = [6]func(kc int, a, b, c *float32, ldc int, alpha, beta float32){
 	1: tile1x16AVX2, 2: tile2x16AVX2, 3: tile3x16AVX2, 4: tile4x16AVX2, 5: tile5x16AVX2}
 

@@ -8,26 +8,33 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// rowTiles writes tile<mr>x16AVX2 for mr = 1..5: the blocked AVX2 kernel's 6×16 tile (kernel_avx2_amd64.s)
-// for a panel of A with only mr rows of values, C = alpha·Ap·Bp + beta·C on the top mr rows of the tile.
-// Without them, a short row panel (the last of a product, or all of a decoding batch of fewer than 6
-// sequences) ran the 6-row kernel into a scratch tile and merged it into C in Go: 6/mr times the
-// multiply-adds, and a Go loop per tile. With fewer than 3 rows a tile keeps two sets of accumulators (even and
-// odd k-steps), so that there are at least 4 independent FMA chains to cover the FMA latency.
+// rowTiles writes tile<mr>x16AVX2 for mr = 1..6: the blocked AVX2 kernel's 6×16 tile, C = alpha·Ap·Bp +
+// beta·C on the top mr rows, for Ap kc groups of 6 packed values of A and Bp kc groups of 16 of B. The full
+// tile holds 12 ymm accumulators, two B vectors and a broadcast. Without the few-row tiles, a short row panel
+// (the last of a product, or all of a decoding batch of fewer than 6 sequences) ran the 6-row kernel into a
+// scratch tile and merged it into C in Go: 6/mr times the multiply-adds, and a Go loop per tile. With fewer
+// than 3 rows a tile keeps two sets of accumulators (even and odd k-steps), so that there are at least 4
+// independent FMA chains to cover the FMA latency.
 func rowTiles() {
-	for mr := 1; mr <= 5; mr++ {
+	for mr := 1; mr <= 6; mr++ {
 		rowTile(mr)
 	}
 }
+
+// rowUnroll is the k-steps of one turn of a row tile's loop with one set of accumulators: 4 keeps the loop's
+// counting to one add of each pointer, a subtraction and a branch per 48 FMAs at 6 rows. Two sets take a
+// step each a turn, so that the sums stay those of before the unrolling.
+const rowUnroll = 4
 
 func rowTile(mr int) {
 	name := fmt.Sprintf("tile%dx16AVX2", mr)
 	TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)")
 	Doc(fmt.Sprintf("%s sets the top %d rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),", name, mr),
-		"for Ap kc groups of 6 packed values of A (only the first "+fmt.Sprint(mr)+" used) and Bp kc groups of 16.")
+		fmt.Sprintf("for Ap kc groups of 6 packed values of A (the first %d used) and Bp kc groups of 16.", mr))
 	kc := Load(Param("kc"), GP64())
 	a := Load(Param("a"), GP64())
 	b := Load(Param("b"), GP64())
+	prefetchRows(mr, 64)
 	sets := 1
 	if mr < 3 {
 		sets = 2
@@ -53,23 +60,31 @@ func rowTile(mr int) {
 			VFMADD231PS(b1, x, acc[s][i][1])
 		}
 	}
-	// Steps of `sets` k-values, then one more when kc is odd and there are two sets.
-	Label(name + "_loop")
-	CMPQ(kc, Imm(uint64(sets)))
-	JL(LabelRef(name + "_tail"))
-	for s := range sets {
-		step(s, 24*s, 64*s)
+	// turn k-steps a turn (step u into set u % sets), then the rest one at a time into set 0.
+	turn := rowUnroll
+	if sets > 1 {
+		turn = sets
 	}
-	ADDQ(Imm(uint64(24*sets)), a)
-	ADDQ(Imm(uint64(64*sets)), b)
-	SUBQ(Imm(uint64(sets)), kc)
+	Label(name + "_loop")
+	CMPQ(kc, Imm(uint64(turn)))
+	JL(LabelRef(name + "_tail"))
+	for u := range turn {
+		step(u%sets, 24*u, 64*u)
+	}
+	ADDQ(U32(24*turn), a)
+	ADDQ(U32(64*turn), b)
+	SUBQ(Imm(uint64(turn)), kc)
 	JMP(LabelRef(name + "_loop"))
 	Label(name + "_tail")
+	TESTQ(kc, kc)
+	JZ(LabelRef(name + "_sum"))
+	step(0, 0, 0)
+	ADDQ(Imm(24), a)
+	ADDQ(Imm(64), b)
+	DECQ(kc)
+	JMP(LabelRef(name + "_tail"))
+	Label(name + "_sum")
 	if sets == 2 {
-		TESTQ(kc, kc)
-		JZ(LabelRef(name + "_sum"))
-		step(0, 0, 0)
-		Label(name + "_sum")
 		for i := range mr {
 			for h := range 2 {
 				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
@@ -78,6 +93,22 @@ func rowTile(mr int) {
 	}
 
 	storeRows(name, mr, acc[0], 40, YMM, 32)
+}
+
+// prefetchRows fetches the lines of a tile's mr rows of C (row bytes wide, from the c and ldc arguments) into
+// L1 before its loop: they are read (beta ≠ 0) or written after it, and C is far larger than L2, so each
+// row would otherwise miss then, with nothing left to overlap the misses.
+func prefetchRows(mr, bytes int) {
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(Imm(2), ldc)
+	for i := range mr {
+		PREFETCHT0(Mem{Base: c})
+		PREFETCHT0(Mem{Base: c, Disp: bytes - 1})
+		if i+1 < mr {
+			ADDQ(ldc, c)
+		}
+	}
 }
 
 // panelTiles writes panel<mr>x16BF16AVX2 for mr = 1..6 and panel<mr>x32BF16AVX512 for mr = 1..11: C =
@@ -106,8 +137,9 @@ type panelISA struct {
 	// interleave widens a step's two vectors with VPUNPCKLWD and VPUNPCKHWD against a zero register (AVX2),
 	// instead of VPMOVZXWD and VPSLLD; the accumulators' 128-bit halves are then exchanged before the store.
 	interleave bool
-	cols       int // a panel's width: 2 vectors of cols/2 float32 values
-	maxRows    int // rows of A a tile takes at most: two accumulators per row fill the registers
+	prefetchC  bool // fetch the tile's rows of C into L1 before the loop
+	cols       int  // a panel's width: 2 vectors of cols/2 float32 values
+	maxRows    int  // rows of A a tile takes at most: two accumulators per row fill the registers
 	vec        func() reg.VecVirtual
 	zero       func(v reg.VecVirtual)
 	// prefetch are the offsets, from B's current pair of k-steps, fetched once per pair: 16 pairs ahead,
@@ -116,7 +148,7 @@ type panelISA struct {
 }
 
 var (
-	panelAVX2 = panelISA{name: "AVX2", cols: 16, maxRows: 6, vec: YMM, interleave: true,
+	panelAVX2 = panelISA{name: "AVX2", cols: 16, maxRows: 6, vec: YMM, interleave: true, prefetchC: true,
 		zero: func(v reg.VecVirtual) { VXORPS(v, v, v) }, prefetch: []int{1024}}
 	// 11 rows: two accumulators per row, the panel's two widened halves and a broadcast row would fit 14 in
 	// the 32 zmm registers, but avo's allocator finds none past 11 (25 registers in the loop).
@@ -143,6 +175,9 @@ func panelTile(is panelISA, mr int) {
 		} else {
 			LEAQ(Mem{Base: arow[i-1], Index: lda, Scale: 1}, arow[i])
 		}
+	}
+	if is.prefetchC {
+		prefetchRows(mr, 4*is.cols)
 	}
 	sets := 1
 	if mr < 3 {
