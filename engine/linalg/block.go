@@ -88,7 +88,7 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	kc := split(k, kcMax, 1)
+	kc := kern.kc(k)
 	nc := split(n, ncMax, nr)
 	rowPanels := (m + mr - 1) / mr
 	// A transposed op(A) is packed a block at a time alongside B (packATBlock); a row-major one, when op(B)

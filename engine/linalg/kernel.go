@@ -16,6 +16,17 @@ type microKernel struct {
 	packATBlock func(dst, a []float32, lda, rows, p0, pa, pb, kc int)
 	// packB, when set, replaces the generic packB for this kernel's nr.
 	packB func(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int)
+	// kcMax, when set, replaces the package's kcMax: the most k-steps of a block of this kernel's products.
+	kcMax int
+}
+
+// kc is the k-steps of each block a product of depth k is split into for this kernel (split: as even as the
+// limit allows).
+func (k *microKernel) kc(depth int) int {
+	if k.kcMax > 0 {
+		return split(depth, k.kcMax, 1)
+	}
+	return split(depth, kcMax, 1)
 }
 
 // packAPanel packs one mr×kc panel of op(A) starting at (i0, p0) with the kernel's own packing, or the

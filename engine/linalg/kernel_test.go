@@ -24,7 +24,7 @@ func packedWith(kern *microKernel, workers int) func(bool, bool, int, int, int, 
 }
 
 // TestPackedKernels drives the packed path of every kernel over shapes around its tile sizes and the cache
-// blocks (k past kcMax, n past ncMax), with one and three workers.
+// blocks (k past the kernel's kcMax, n past ncMax), with one and three workers.
 func TestPackedKernels(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -42,7 +42,7 @@ func TestPackedKernels(t *testing.T) {
 					}
 				}
 				// Several k blocks and n blocks, with a ragged last block of each.
-				g := newGemmCase(rng, tA, tB, 2*kern.mr+3, ncMax+kern.nr+3, kcMax+37, 0.5, 2, 3)
+				g := newGemmCase(rng, tA, tB, 2*kern.mr+3, ncMax+kern.nr+3, kern.kc(1<<20)+37, 0.5, 2, 3)
 				g.check(t, kern.name, packedWith(kern, 2))
 			}
 		}

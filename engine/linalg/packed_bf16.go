@@ -21,7 +21,7 @@ func PackBF16(n, k int, w []uint16, ldw int) *PackedBF16 {
 		panic(fmt.Sprintf("linalg.PackBF16: %d values with stride %d cannot hold %d×%d", len(w), ldw, n, k))
 	}
 	kern := kernelFor(n)
-	p := &PackedBF16{n: n, k: k, nr: kern.nr, kc: split(max(k, 1), kcMax, 1)}
+	p := &PackedBF16{n: n, k: k, nr: kern.nr, kc: kern.kc(max(k, 1))}
 	p.data = make([]uint16, PackedBF16Bytes(n, k)/2)
 	panels := (n + p.nr - 1) / p.nr
 	workers, release := acquireWorkers(n, k, 1)
@@ -86,7 +86,7 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 			clear(d[cols:])
 		}
 	}
-	if kern.nr == p.nr && split(k, kcMax, 1) == p.kc {
+	if kern.nr == p.nr && kern.kc(k) == p.kc {
 		// The driver's panels are the stored ones.
 		pack = func(dst []float32, p0, kc, j0, _ int) { widenBF16(dst[:kc*p.nr], p.panel(p0, j0)) }
 	}
@@ -104,16 +104,9 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 	}
 	workers, release := acquireWorkers(m, n, k)
 	defer release()
-	if tiles := panelTilesFor(p.nr); tiles != nil && p.nr == 16 {
-		// AVX2, a training pass's rows: the panel tiles again, chunk by chunk of rows. They read A where it
-		// is and widen each panel in registers, where the blocked driver packs A and widens every panel into
-		// memory first (8.8% of a Qwen2.5-0.5B step on AVX2 in the widening alone). A chunk's block of A
-		// (384 rows × 256 values) stays in a 512 KiB L2 while W's panels stream past it; one chunk of 4,096
-		// rows fell out of the caches and ran 30% slower than the blocked driver.
-		for i0 := 0; i0 < m; i0 += groupChunkRows {
-			rows := min(groupChunkRows, m-i0)
-			sgemmRowGroups(tiles, workers, rows, alpha, a[i0*lda:], lda, p, beta, c[i0*ldc:], ldc)
-		}
+	if rowTilesBF16[6] != nil && kern.mr == 6 && kern.nr == 16 && p.nr == 16 && p.kc == kern.kc(k) {
+		// AVX2, a training pass's rows: the blocked driver over the stored panels (sgemmBlockedBF16).
+		sgemmBlockedBF16(kern, workers, m, alpha, a, lda, p, beta, c, ldc)
 		return
 	}
 	if m <= panelsMaxRows {
@@ -126,12 +119,9 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 // panelsMaxRows is the most rows of A sgemmPanels takes: a decoding batch.
 const panelsMaxRows = 96
 
-// groupChunkRows is the rows of A one sgemmRowGroups call takes when a product has more on AVX2.
-const groupChunkRows = 384
-
 // rowGroupsMaxRows is the most rows of A sgemmRowGroups takes with AVX-512's 32-wide panels: a prompt of
 // 128 tokens at SmolLM2-135M's shape prefills in 0.13–0.14 s that way against 0.20 in the blocked driver
-// (2 cores of an AVX-512 Xeon, `enginebench -work infer`). AVX2's tiles take any rows, groupChunkRows at a time.
+// (2 cores of an AVX-512 Xeon, `enginebench -work infer`). AVX2's training rows take sgemmBlockedBF16.
 const rowGroupsMaxRows = 256
 
 // sgemmPanels is the driver for a few rows of A (a decoding batch): per block of k-steps it packs all of A
@@ -142,7 +132,7 @@ const rowGroupsMaxRows = 256
 func sgemmPanels(kern *microKernel, workers, m, n, k int, alpha float32, a []float32, lda int, packB packBlock,
 	beta float32, c []float32, ldc int) {
 	mr, nr := kern.mr, kern.nr
-	kc := split(k, kcMax, 1)
+	kc := kern.kc(k)
 	rowPanels, colPanels := (m+mr-1)/mr, (n+nr-1)/nr
 	ap := getScratch(rowPanels * mr * kc)
 	defer putScratch(ap)

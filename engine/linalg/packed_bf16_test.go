@@ -23,6 +23,7 @@ func TestSgemmPackedBF16(t *testing.T) {
 		{4, 40, 64}, {8, 33, 100}, {96, 64, 40}, {23, 70, 33}, {10, 64, 2}, {11, 65, 3}, // every AVX-512 panel tile
 		{128, 70, 96}, {256, 33, 40}, {257, 40, 20}, // a prompt through the AVX-512 row groups, and one row past them
 		{2, 530, 70}, {3, 600, 100}, // dy·W over blocks of W's rows that start off (265) and on (200) a multiple of 8
+		{151, 50, 700}, {98, 1040, 40}, // AVX2's training rows: two k blocks, an edge panel; two n blocks
 	} {
 		lda, ldw, ldc := tc.k+1, tc.k+3, tc.n+2
 		a := randVec(rng, tc.m*lda)

@@ -60,6 +60,30 @@ func tile5x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha flo
 // for Ap kc groups of 6 packed values of A (the first 6 used) and Bp kc groups of 16.
 func tile6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
+// tile1x16BF16AVX2 sets the top 1 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
+// for Ap kc groups of 6 packed values of A (the first 1 used) and Bp kc groups of 16 bfloat16 values.
+func tile1x16BF16AVX2(kc int, a *float32, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// tile2x16BF16AVX2 sets the top 2 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
+// for Ap kc groups of 6 packed values of A (the first 2 used) and Bp kc groups of 16 bfloat16 values.
+func tile2x16BF16AVX2(kc int, a *float32, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// tile3x16BF16AVX2 sets the top 3 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
+// for Ap kc groups of 6 packed values of A (the first 3 used) and Bp kc groups of 16 bfloat16 values.
+func tile3x16BF16AVX2(kc int, a *float32, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// tile4x16BF16AVX2 sets the top 4 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
+// for Ap kc groups of 6 packed values of A (the first 4 used) and Bp kc groups of 16 bfloat16 values.
+func tile4x16BF16AVX2(kc int, a *float32, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// tile5x16BF16AVX2 sets the top 5 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
+// for Ap kc groups of 6 packed values of A (the first 5 used) and Bp kc groups of 16 bfloat16 values.
+func tile5x16BF16AVX2(kc int, a *float32, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// tile6x16BF16AVX2 sets the top 6 rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),
+// for Ap kc groups of 6 packed values of A (the first 6 used) and Bp kc groups of 16 bfloat16 values.
+func tile6x16BF16AVX2(kc int, a *float32, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
 // panel1x16BF16AVX2 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 1 rows of A (stride lda) and
 // 16 columns of C (stride ldc), P k groups of 16 bfloat16 values.
 func panel1x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)

@@ -9,7 +9,8 @@ import (
 )
 
 // TestAVX2RowTiles checks the few-row AVX2 tiles against the 6-row kernel on the same panels (the rows
-// past r of the packed A hold values that must be ignored), for odd and even kc and both beta paths.
+// past r of the packed A hold values that must be ignored), for odd and even kc and both beta paths: bit for
+// bit on the r rows, which every tile sums in the same order, and the rows past r left as they were.
 func TestAVX2RowTiles(t *testing.T) {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		t.Skip("no AVX2+FMA")
@@ -22,20 +23,61 @@ func TestAVX2RowTiles(t *testing.T) {
 				const ldc = 19
 				c0 := randVec(rng, 6*ldc)
 				want := append([]float32(nil), c0...)
-				var full [6 * 16]float32
-				tile6x16AVX2(kc, &ap[0], &bp[0], &full[0], 16, 1, 0)
-				mergeTile(full[:], 16, rows, 16, 0.7, beta, want, ldc)
+				tile6x16AVX2(kc, &ap[0], &bp[0], &want[0], ldc, 0.7, beta)
+				copy(want[rows*ldc:], c0[rows*ldc:])
 				got := append([]float32(nil), c0...)
 				if beta == 0 {
-					for i := range 6 * ldc {
-						if i < rows*ldc && i%ldc < 16 {
+					for i := range rows * ldc {
+						if i%ldc < 16 {
 							got[i] = float32(math.NaN()) // not read
 						}
 					}
 				}
 				avx2RowTiles[rows](kc, &ap[0], &bp[0], &got[0], ldc, 0.7, beta)
 				for i := range got {
-					if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5*(1+math.Abs(float64(want[i])))) {
+					if got[i] != want[i] {
+						t.Fatalf("rows %d kc %d beta %v: c[%d] = %v, want %v", rows, kc, beta, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAVX2RowTilesBF16 checks the tiles over stored bfloat16 panels against the float32 tiles on the same
+// panel widened: the same multiply-adds in the same order, so bit for bit, for every row count.
+func TestAVX2RowTilesBF16(t *testing.T) {
+	if rowTilesBF16[6] == nil {
+		t.Skip("no AVX2+FMA")
+	}
+	rng := rand.New(rand.NewSource(10))
+	for rows := 1; rows <= 6; rows++ {
+		for _, kc := range []int{1, 2, 3, 5, 8, 191, 576} {
+			for _, beta := range []float32{0, 0.5} {
+				ap := randVec(rng, 6*kc)
+				b16 := make([]uint16, 16*kc)
+				RoundBF16(b16, randVec(rng, 16*kc))
+				bp := make([]float32, 16*kc)
+				WidenBF16(bp, b16)
+				const ldc = 19
+				c0 := randVec(rng, 6*ldc)
+				want := append([]float32(nil), c0...)
+				if rows == 6 {
+					tile6x16AVX2(kc, &ap[0], &bp[0], &want[0], ldc, 0.7, beta)
+				} else {
+					avx2RowTiles[rows](kc, &ap[0], &bp[0], &want[0], ldc, 0.7, beta)
+				}
+				got := append([]float32(nil), c0...)
+				if beta == 0 {
+					for i := range rows * ldc {
+						if i%ldc < 16 {
+							got[i] = float32(math.NaN()) // not read
+						}
+					}
+				}
+				rowTilesBF16[rows](kc, &ap[0], &b16[0], &got[0], ldc, 0.7, beta)
+				for i := range got {
+					if got[i] != want[i] {
 						t.Fatalf("rows %d kc %d beta %v: c[%d] = %v, want %v", rows, kc, beta, i, got[i], want[i])
 					}
 				}

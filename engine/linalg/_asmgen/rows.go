@@ -12,87 +12,105 @@ import (
 // beta·C on the top mr rows, for Ap kc groups of 6 packed values of A and Bp kc groups of 16 of B. The full
 // tile holds 12 ymm accumulators, two B vectors and a broadcast. Without the few-row tiles, a short row panel
 // (the last of a product, or all of a decoding batch of fewer than 6 sequences) ran the 6-row kernel into a
-// scratch tile and merged it into C in Go: 6/mr times the multiply-adds, and a Go loop per tile. With fewer
-// than 3 rows a tile keeps two sets of accumulators (even and odd k-steps), so that there are at least 4
-// independent FMA chains to cover the FMA latency.
+// scratch tile and merged it into C in Go: 6/mr times the multiply-adds, and a Go loop per tile.
+//
+// Every row of C is summed in the same order whatever the tile's rows: one accumulator per row and half,
+// k-step after k-step. A row's result then does not depend on where a product's row panels cut, so one
+// step over a batch and the same step in shards compute the same activations and gradients for a sequence
+// (TestShardedStepMatchesOneStep). Tiles of 1 or 2 rows once kept a second set of accumulators for the odd
+// k-steps, to have at least 4 FMA chains in flight, and summed in another order; they are only a product's
+// last row panel, so the lost overlap costs little.
+//
+// tile<mr>x16BF16AVX2 are the same tiles over a panel of bfloat16 values, PackedBF16's stored layout (kc groups
+// of 16), widened in registers as the panel tiles do: x·Wᵀ on a frozen base then needs no float32 copy of
+// W's panels, and its kc × nc block of them is half the bytes in L2.
 func rowTiles() {
-	for mr := 1; mr <= 6; mr++ {
-		rowTile(mr)
+	for _, bf16 := range []bool{false, true} {
+		for mr := 1; mr <= 6; mr++ {
+			rowTile(mr, bf16)
+		}
 	}
 }
 
-// rowUnroll is the k-steps of one turn of a row tile's loop with one set of accumulators: 4 keeps the loop's
-// counting to one add of each pointer, a subtraction and a branch per 48 FMAs at 6 rows. Two sets take a
-// step each a turn, so that the sums stay those of before the unrolling.
+// rowUnroll is the k-steps of one turn of a row tile's loop: 4 keeps the loop's counting to one add of each
+// pointer, a subtraction and a branch per 48 FMAs at 6 rows.
 const rowUnroll = 4
 
-func rowTile(mr int) {
-	name := fmt.Sprintf("tile%dx16AVX2", mr)
-	TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)")
+func rowTile(mr int, bf16 bool) {
+	name, sig, bvals, bstep := fmt.Sprintf("tile%dx16AVX2", mr), "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)", "", 64
+	if bf16 {
+		name, sig, bvals, bstep = fmt.Sprintf("tile%dx16BF16AVX2", mr), "func(kc int, a *float32, b *uint16, c *float32, ldc int, alpha, beta float32)", " bfloat16 values", 32
+	}
+	TEXT(name, NOSPLIT, sig)
 	Doc(fmt.Sprintf("%s sets the top %d rows of a 6×16 tile of C to alpha·Ap·Bp + beta·C (beta 0: C is not read),", name, mr),
-		fmt.Sprintf("for Ap kc groups of 6 packed values of A (the first %d used) and Bp kc groups of 16.", mr))
+		fmt.Sprintf("for Ap kc groups of 6 packed values of A (the first %d used) and Bp kc groups of 16%s.", mr, bvals))
 	kc := Load(Param("kc"), GP64())
 	a := Load(Param("a"), GP64())
 	b := Load(Param("b"), GP64())
 	prefetchRows(mr, 64)
-	sets := 1
-	if mr < 3 {
-		sets = 2
+	var zero reg.VecVirtual
+	if bf16 {
+		zero = YMM()
+		VXORPS(zero, zero, zero)
 	}
-	acc := make([][][2]reg.VecVirtual, sets)
-	for s := range acc {
-		acc[s] = make([][2]reg.VecVirtual, mr)
-		for i := range acc[s] {
-			for h := range 2 {
-				acc[s][i][h] = YMM()
-				VXORPS(acc[s][i][h], acc[s][i][h], acc[s][i][h])
-			}
+	acc := make([][2]reg.VecVirtual, mr)
+	for i := range acc {
+		for h := range 2 {
+			acc[i][h] = YMM()
+			VXORPS(acc[i][h], acc[i][h], acc[i][h])
 		}
 	}
-	step := func(s int, ao, bo int) {
+	step := func(ao, bo int) {
 		b0, b1 := YMM(), YMM()
-		VMOVUPS(Mem{Base: b, Disp: bo}, b0)
-		VMOVUPS(Mem{Base: b, Disp: bo + 32}, b1)
+		if bf16 { // columns 0–3, 8–11 into b0 and 4–7, 12–15 into b1, as in panelTile
+			VPUNPCKLWD(Mem{Base: b, Disp: bo}, zero, b0)
+			VPUNPCKHWD(Mem{Base: b, Disp: bo}, zero, b1)
+		} else {
+			VMOVUPS(Mem{Base: b, Disp: bo}, b0)
+			VMOVUPS(Mem{Base: b, Disp: bo + 32}, b1)
+		}
 		for i := range mr {
 			x := YMM()
 			VBROADCASTSS(Mem{Base: a, Disp: ao + 4*i}, x)
-			VFMADD231PS(b0, x, acc[s][i][0])
-			VFMADD231PS(b1, x, acc[s][i][1])
+			VFMADD231PS(b0, x, acc[i][0])
+			VFMADD231PS(b1, x, acc[i][1])
 		}
-	}
-	// turn k-steps a turn (step u into set u % sets), then the rest one at a time into set 0.
-	turn := rowUnroll
-	if sets > 1 {
-		turn = sets
 	}
 	Label(name + "_loop")
-	CMPQ(kc, Imm(uint64(turn)))
+	CMPQ(kc, Imm(rowUnroll))
 	JL(LabelRef(name + "_tail"))
-	for u := range turn {
-		step(u%sets, 24*u, 64*u)
+	for u := range rowUnroll {
+		step(24*u, bstep*u)
 	}
-	ADDQ(U32(24*turn), a)
-	ADDQ(U32(64*turn), b)
-	SUBQ(Imm(uint64(turn)), kc)
+	ADDQ(U32(24*rowUnroll), a)
+	ADDQ(U32(bstep*rowUnroll), b)
+	SUBQ(Imm(rowUnroll), kc)
 	JMP(LabelRef(name + "_loop"))
-	Label(name + "_tail")
+	Label(name + "_tail") // the last kc % rowUnroll k-steps
 	TESTQ(kc, kc)
-	JZ(LabelRef(name + "_sum"))
-	step(0, 0, 0)
+	JZ(LabelRef(name + "_store"))
+	step(0, 0)
 	ADDQ(Imm(24), a)
-	ADDQ(Imm(64), b)
+	ADDQ(Imm(uint64(bstep)), b)
 	DECQ(kc)
 	JMP(LabelRef(name + "_tail"))
-	Label(name + "_sum")
-	if sets == 2 {
-		for i := range mr {
-			for h := range 2 {
-				VADDPS(acc[1][i][h], acc[0][i][h], acc[0][i][h])
-			}
-		}
+	Label(name + "_store")
+	if bf16 {
+		interleavedHalves(acc, YMM)
 	}
+	storeRows(name, mr, acc, 40, YMM, 32)
+}
 
-	storeRows(name, mr, acc[0], 40, YMM, 32)
+// interleavedHalves puts the columns of rows accumulated over interleaved bfloat16 panels (0–3, 8–11 in the
+// first vector, 4–7, 12–15 in the second) back in order, 0–7 and 8–15: the low halves together, then the high
+// ones.
+func interleavedHalves(acc [][2]reg.VecVirtual, vec func() reg.VecVirtual) {
+	for i := range acc {
+		lo := vec()
+		VPERM2F128(Imm(0x20), acc[i][1], acc[i][0], lo)
+		VPERM2F128(Imm(0x31), acc[i][1], acc[i][0], acc[i][1])
+		acc[i][0] = lo
+	}
 }
 
 // prefetchRows fetches the lines of a tile's mr rows of C (row bytes wide, from the c and ldc arguments) into
@@ -249,13 +267,7 @@ func panelTile(is panelISA, mr int) {
 		}
 	}
 	if is.interleave {
-		// Columns 0–3, 8–11 | 4–7, 12–15 back to 0–7 | 8–15: the low halves together, then the high ones.
-		for i := range mr {
-			lo := is.vec()
-			VPERM2F128(Imm(0x20), acc[0][i][1], acc[0][i][0], lo)
-			VPERM2F128(Imm(0x31), acc[0][i][1], acc[0][i][0], acc[0][i][1])
-			acc[0][i][0] = lo
-		}
+		interleavedHalves(acc[0], is.vec)
 	}
 	storeRows(name, mr, acc[0], 48, is.vec, 4*half)
 }
