@@ -296,7 +296,18 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		nr := kern.nr
-		done := 0 // k-steps gathered in blocks of 8
+		done := 0 // k-steps gathered in blocks of 16 or 8
+		if q, qb := j0, j0/p.kc*p.kc; widenTPanel != nil && nr == 16 && p.nr == 16 && cols == 16 && p0%16 == 0 &&
+			q+16 <= qb+min(p.kc, p.k-qb) && kc >= 16 {
+			// A whole panel of 16 columns inside one stored block of them, 16 of W's rows (one stored panel) a
+			// step; the stored panels of one block follow each other 16·(the block's width) values apart.
+			width := min(p.kc, p.k-qb)
+			pairs, stride := kc/16, 16*width
+			off := qb*roundUp(p.n, p.nr) + p0*width + (q-qb)*16 // p.panel(qb, p0)[(q-qb)*16]
+			_, _ = p.data[off+(pairs-1)*stride+255], dst[pairs*256-1]
+			widenTPanel(&dst[0], &p.data[off], pairs, stride)
+			done = 16 * pairs
+		}
 		if widenT8 != nil && p.nr%8 == 0 {
 			// Blocks of 8 of W's rows by 8 of its columns, transposed and widened in registers: in a stored
 			// panel the 8 rows are contiguous for each column and the columns p.nr values apart. Columns
@@ -343,3 +354,7 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 
 // widenT8, where the CPU has AVX2, sets dst[t*ldd+c] to the bfloat16 src[c*lds+t] widened, for t, c < 8.
 var widenT8 func(dst *float32, ldd int, src *uint16, lds int)
+
+// widenTPanel, where the CPU has AVX2, sets dst[t*16+c] to the bfloat16 src[(t/16)*stride+c*16+t%16]
+// widened, for t < 16·pairs and c < 16: 16 columns of W's rows, a stored panel (16 rows) at a time.
+var widenTPanel func(dst *float32, src *uint16, pairs, stride int)

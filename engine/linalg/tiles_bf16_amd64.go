@@ -8,6 +8,7 @@ import "golang.org/x/sys/cpu"
 func init() {
 	if cpu.X86.HasAVX2 {
 		widenT8 = widenT8x8BF16AVX2
+		widenTPanel = widenTPanelBF16AVX2
 	}
 	switch {
 	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL:

@@ -159,6 +159,10 @@ func packA6AVX2(dst *float32, src *float32, chunks int, lda int)
 // widenT8x8BF16AVX2 sets dst[t*ldd+c] to the float32 value of the bfloat16 src[c*lds+t], for t, c < 8.
 func widenT8x8BF16AVX2(dst *float32, ldd int, src *uint16, lds int)
 
+// widenTPanelBF16AVX2 sets dst[t*16+c] to the float32 value of the bfloat16 src[(t/16)*stride+c*16+t%16],
+// for t < 16·pairs and c < 16.
+func widenTPanelBF16AVX2(dst *float32, src *uint16, pairs int, stride int)
+
 // dotShiftAVX2 returns the sum over i < n of x[i]·(y[i] − c).
 func dotShiftAVX2(x *float32, y *float32, n int, c float32) float32
 

@@ -44,6 +44,7 @@ func main() {
 	panelTiles()
 	packA6()
 	widenT8()
+	widenTPanel()
 	dotShift()
 	scaleMul()
 	mulShift()
