@@ -131,12 +131,7 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 				}
 				packB(bp[it*kcur*nr:], p0, kcur, j0+it*nr, min(nr, ncur-it*nr))
 			})
-			// Few row panels (small m): split the columns too so every worker gets several units.
-			groups := 1
-			if rowPanels < 4*workers {
-				groups = min(colPanels, (4*workers+rowPanels-1)/rowPanels)
-			}
-			perGroup := (colPanels + groups - 1) / groups
+			groups, perGroup := columnGroups(workers, rowPanels, colPanels)
 			parallelFor(workers, rowPanels*groups, func(w, u int) {
 				ip, g := u/groups, u%groups
 				i0 := ip * mr
@@ -157,6 +152,17 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 			})
 		}
 	}
+}
+
+// columnGroups splits a block's colPanels column panels into groups of perGroup (the last may have fewer) for
+// units of (row panel, column group): one group, unless there are few row panels (small m), when the
+// columns are split too so that every worker gets several units.
+func columnGroups(workers, rowPanels, colPanels int) (groups, perGroup int) {
+	groups = 1
+	if rowPanels < 4*workers {
+		groups = min(colPanels, (4*workers+rowPanels-1)/rowPanels)
+	}
+	return groups, (colPanels + groups - 1) / groups
 }
 
 // mergeTile writes C = alpha*T + beta*C for the rows×cols corner of a computed tile T.

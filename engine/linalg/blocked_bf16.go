@@ -33,12 +33,7 @@ func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []floa
 		})
 		for j0 := 0; j0 < n; j0 += nc {
 			colPanels := (min(nc, n-j0) + nr - 1) / nr
-			// Few row panels (small m): split the columns too so every worker gets several units.
-			groups := 1
-			if rowPanels < 4*workers {
-				groups = min(colPanels, (4*workers+rowPanels-1)/rowPanels)
-			}
-			perGroup := (colPanels + groups - 1) / groups
+			groups, perGroup := columnGroups(workers, rowPanels, colPanels)
 			parallelFor(workers, rowPanels*groups, func(_, u int) {
 				ip, g := u/groups, u%groups
 				i0 := ip * mr
