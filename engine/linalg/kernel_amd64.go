@@ -102,7 +102,7 @@ func packA6(dst, a []float32, lda int, transA bool, i0, rows, p0, kc int) {
 const avx2KCMax = 576
 
 // avx2Kernel needs AVX2 and FMA; 6×16 fills 12 of the 16 ymm registers with accumulators.
-var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packA: packA6, kcMax: avx2KCMax,
+var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packA: packA6, packB: packB16, kcMax: avx2KCMax,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
 		_, _ = ap[6*kc-1], bp[16*kc-1]
 		if rows < 6 && cols == 16 {
@@ -119,6 +119,22 @@ var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packA: packA6, kcMax:
 		_ = c[5*ldc+15]
 		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	}}
+
+// packB16 is the AVX2 kernel's B packing: a full panel of a transposed B (the attention's Q·Kᵀ, dO·Vᵀ)
+// through packBT16AVX2, 8 k-steps at a time; the rest, and a row-major B (copied a group at a time), as the
+// generic packB.
+func packB16(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int) {
+	if !transB || cols < 16 || kc < 8 {
+		packB(dst, b, ldb, transB, p0, kc, j0, cols, 16)
+		return
+	}
+	blocks := kc / 8
+	_, _ = dst[16*kc-1], b[(j0+15)*ldb+p0+kc-1]
+	packBT16AVX2(&dst[0], &b[j0*ldb+p0], blocks, ldb)
+	if done := 8 * blocks; done < kc {
+		packB(dst[16*done:], b, ldb, true, p0+done, kc-done, j0, cols, 16)
+	}
+}
 
 // avx2RowTiles[r] is the AVX2 tile for a panel of A with r < 6 rows of values (tiles_bf16_amd64.s, generated
 // with tile6x16AVX2).

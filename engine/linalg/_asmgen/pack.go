@@ -158,3 +158,39 @@ func widenTPanel() {
 	VZEROUPPER()
 	RET()
 }
+
+// packBT16 writes packBT16AVX2: the AVX2 kernel's 16-wide panel of a transposed op(B) = Bᵀ (the attention's
+// keys and values), 8 k-steps at a time: 8 values from each of B's 16 rows, as two 8 × 8 blocks transposed in
+// registers (transpose8). The generic packer scattered one value at a time (1.1% of a Zen 3 135M RL step).
+func packBT16() {
+	TEXT("packBT16AVX2", NOSPLIT, "func(dst, src *float32, blocks, ldb int)")
+	Doc("packBT16AVX2 sets dst[p*16+j] = src[j*ldb+p] for j < 16 and p < 8·blocks.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	blocks := Load(Param("blocks"), GP64())
+	ldb := Load(Param("ldb"), GP64())
+	SHLQ(Imm(2), ldb)
+	row := GP64()
+	Label("packBT16_loop")
+	TESTQ(blocks, blocks)
+	JZ(LabelRef("packBT16_done"))
+	MOVQ(src, row)
+	for half := range 2 { // B's rows 8·half .. 8·half+7: columns of the panel
+		r := make([]reg.VecVirtual, 8)
+		for i := range r {
+			r[i] = YMM()
+			VMOVUPS(Mem{Base: row}, r[i])
+			ADDQ(ldb, row)
+		}
+		for p, o := range transpose8(r) {
+			VMOVUPS(o, Mem{Base: dst, Disp: 4 * (16*p + 8*half)})
+		}
+	}
+	ADDQ(Imm(32), src)
+	ADDQ(U32(4*16*8), dst)
+	DECQ(blocks)
+	JMP(LabelRef("packBT16_loop"))
+	Label("packBT16_done")
+	VZEROUPPER()
+	RET()
+}
