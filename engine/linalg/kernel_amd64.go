@@ -105,19 +105,14 @@ const avx2KCMax = 576
 var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packA: packA6, packB: packB16, kcMax: avx2KCMax,
 	tile: func(kc int, ap, bp []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
 		_, _ = ap[6*kc-1], bp[16*kc-1]
-		if rows < 6 && cols == 16 {
-			_ = c[(rows-1)*ldc+15]
-			avx2RowTiles[rows](kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
-			return
-		}
-		if rows < 6 || cols < 16 {
+		if cols < 16 {
 			var t [6 * 16]float32
 			tile6x16AVX2(kc, &ap[0], &bp[0], &t[0], 16, 1, 0)
 			mergeTile(t[:], 16, rows, cols, alpha, beta, c, ldc)
 			return
 		}
-		_ = c[5*ldc+15]
-		tile6x16AVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+		_ = c[(rows-1)*ldc+15]
+		avx2RowTiles[rows](kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
 	}}
 
 // packB16 is the AVX2 kernel's B packing: a full panel of a transposed B (the attention's Q·Kᵀ, dO·Vᵀ)
@@ -136,10 +131,9 @@ func packB16(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int) {
 	}
 }
 
-// avx2RowTiles[r] is the AVX2 tile for a panel of A with r < 6 rows of values (tiles_bf16_amd64.s, generated
-// with tile6x16AVX2).
-var avx2RowTiles = [6]func(kc int, a, b, c *float32, ldc int, alpha, beta float32){
-	1: tile1x16AVX2, 2: tile2x16AVX2, 3: tile3x16AVX2, 4: tile4x16AVX2, 5: tile5x16AVX2}
+// avx2RowTiles[r] is the AVX2 tile for a panel of A with r ≤ 6 rows of values (tiles_bf16_amd64.s, generated).
+var avx2RowTiles = [7]func(kc int, a, b, c *float32, ldc int, alpha, beta float32){
+	1: tile1x16AVX2, 2: tile2x16AVX2, 3: tile3x16AVX2, 4: tile4x16AVX2, 5: tile5x16AVX2, 6: tile6x16AVX2}
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
