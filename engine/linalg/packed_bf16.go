@@ -48,10 +48,13 @@ func (p *PackedBF16) Bytes() int64 { return int64(len(p.data)) * 2 }
 // panel is the stored panel of W's rows j0 .. j0+nr-1 (j0 a multiple of nr) over the block of k-steps that
 // starts at p0: kcur groups of nr values.
 func (p *PackedBF16) panel(p0, j0 int) []uint16 {
-	kcur := min(p.kc, p.k-p0)
-	o := p0*roundUp(p.n, p.nr) + j0*kcur
-	return p.data[o : o+kcur*p.nr]
+	o := p.offset(p0, j0)
+	return p.data[o : o+min(p.kc, p.k-p0)*p.nr]
 }
+
+// offset is where panel(p0, j0) starts in p.data: the blocks before p0 (p0 groups of the padded n each),
+// then j0 rows' panels of this block's kcur groups.
+func (p *PackedBF16) offset(p0, j0 int) int { return p0*roundUp(p.n, p.nr) + j0*min(p.kc, p.k-p0) }
 
 // at is W[j, q].
 func (p *PackedBF16) at(j, q int) uint16 {
@@ -296,14 +299,14 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		nr := kern.nr
-		done := 0 // k-steps gathered in blocks of 16 or 8
-		if q, qb := j0, j0/p.kc*p.kc; widenTPanel != nil && nr == 16 && p.nr == 16 && cols == 16 && p0%16 == 0 &&
-			q+16 <= qb+min(p.kc, p.k-qb) && kc >= 16 {
+		done := 0              // k-steps gathered in blocks of 16 or 8
+		qb := j0 / p.kc * p.kc // the stored block of W's columns j0 is in
+		width := min(p.kc, p.k-qb)
+		if widenTPanel != nil && nr == 16 && p.nr == 16 && cols == 16 && p0%16 == 0 && j0+16 <= qb+width && kc >= 16 {
 			// A whole panel of 16 columns inside one stored block of them, 16 of W's rows (one stored panel) a
-			// step; the stored panels of one block follow each other 16·(the block's width) values apart.
-			width := min(p.kc, p.k-qb)
+			// step; the stored panels of one block follow each other 16·width values apart.
 			pairs, stride := kc/16, 16*width
-			off := qb*roundUp(p.n, p.nr) + p0*width + (q-qb)*16 // p.panel(qb, p0)[(q-qb)*16]
+			off := p.offset(qb, p0) + (j0-qb)*16
 			_, _ = p.data[off+(pairs-1)*stride+255], dst[pairs*256-1]
 			widenTPanel(&dst[0], &p.data[off], pairs, stride)
 			done = 16 * pairs
