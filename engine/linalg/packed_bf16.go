@@ -120,10 +120,21 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 }
 
 // runRowsMax is the most rows of A for which each worker of a product over packed weights takes one
-// contiguous run of W's panels (sgemmRowGroups, sgemmPairs): W then streams from memory, and a worker whose
-// panels follow one another in memory streams them in one run (and the panel its tiles prefetch next is
-// its own). Past it a panel's arithmetic hides its fetch, and shorter runs balance the workers.
+// contiguous run of W's panels (panelRun): W then streams from memory, and a worker whose panels follow one
+// another in memory streams them in one run (and the panel its tiles prefetch next is its own). Past it a
+// panel's arithmetic hides its fetch, and shorter runs balance the workers.
 const runRowsMax = 128
+
+// panelRun is how many consecutive panels of W a worker of a product over m rows of A claims at a time
+// (sgemmRowGroups, sgemmPairs): one run per worker up to runRowsMax rows; past them runs of at most 16,
+// short enough that each of the workers gets spread of them (one claim per panel of an LM head, thousands,
+// made the claims' shared counter a tenth of a decoding step).
+func panelRun(m, panels, workers, spread int) int {
+	if m <= runRowsMax {
+		return (panels + workers - 1) / workers
+	}
+	return max(1, min(16, panels/(spread*workers)))
+}
 
 // panelsMaxRows is the most rows of A sgemmPanels takes: a decoding batch.
 const panelsMaxRows = 96
@@ -214,15 +225,12 @@ func panelTilesFor(nr int) []panelTile {
 func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
 	n, k, nr := p.n, p.k, p.nr
 	colPanels := (n + nr - 1) / nr
-	per := max(1, min(16, colPanels/(4*workers)))
-	if m <= runRowsMax {
-		// W streams from memory: each worker's panels one run, one sequential stream for the hardware
-		// prefetcher instead of a new one every few panels. A decoding step's products with SmolLM2-135M's
-		// body (BenchmarkDecodeBody/packed; 3 interleaved runs on a Zen 5 EPYC) went 14.9–16.1 → 13.7–14.0 ms at 8
-		// rows and 43.4–44.2 → 40.5–41.7 at 32 on AVX2's tiles, 9.6–12.0 → 7.4–9.9 and 26.4–27.2 → 25.0–25.5
-		// on AVX-512's.
-		per = (colPanels + workers - 1) / workers
-	}
+	// With few rows each worker's panels are one sequential stream for the hardware prefetcher instead of a
+	// new one every few panels: a decoding step's products with SmolLM2-135M's body
+	// (BenchmarkDecodeBody/packed; 3 interleaved runs on a Zen 5 EPYC) went 14.9–16.1 → 13.7–14.0 ms at 8
+	// rows and 43.4–44.2 → 40.5–41.7 at 32 on AVX2's tiles, 9.6–12.0 → 7.4–9.9 and 26.4–27.2 → 25.0–25.5 on
+	// AVX-512's.
+	per := panelRun(m, colPanels, workers, 4)
 	// Groups as even as the tiles' rows allow (32 rows on AVX2's 6: 5,5,5,5,6,6, not 6×5 and 2): a group of 2
 	// does 4 FMAs per widened step, which the widening, not the FMA units, then bounds.
 	most := len(tiles) - 1

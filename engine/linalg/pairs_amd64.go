@@ -125,18 +125,14 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		workers, release = acquireWorkers(m, n, k)
 	}
 	defer release()
-	// Workers claim runs of panels: one claim per panel of an LM head (thousands) made the claims' shared
-	// counter a tenth of a decoding step. With few rows (a decoding batch, a short prompt) the weights stream
-	// from memory and each call's tiles prefetch ahead into the panel after theirs (dotPanel, amxPanel),
-	// which pays only if the same worker multiplies it next: there each worker claims one contiguous run
-	// (runRowsMax). Claimed a panel at a time, a layer's 18-panel products alternated panels between the
+	// Workers claim runs of panels (panelRun). With few rows (a decoding batch, a short prompt) the weights
+	// stream from memory and each call's tiles prefetch ahead into the panel after theirs (dotPanel,
+	// amxPanel), which pays only if the same worker multiplies it next: there each worker claims one
+	// contiguous run. Claimed a panel at a time, a layer's 18-panel products alternated panels between the
 	// workers, each prefetching the panel the other was already multiplying. (A decoding step's products
 	// with SmolLM2-135M's body, BenchmarkDecodeBody/pairs, 4 interleaved runs on a Zen 5 EPYC: 15.3–16.5 ms
 	// at 32 rows against 11.5–14.0, 8.1–8.6 against 6.2–8.2 at 8, 24.1–25.2 against 20.3–23.5 at 64.)
-	per := max(1, min(16, panels/(8*workers)))
-	if m <= runRowsMax {
-		per = (panels + workers - 1) / workers
-	}
+	per := panelRun(m, panels, workers, 8)
 	// Each worker's panel buffer (unless pre holds the panels) and 32 × 32 block of sums, from the free
 	// lists: a decoding step makes hundreds of these products.
 	bufs := make([]*[]uint16, workers)
