@@ -38,6 +38,8 @@ type skinnyKernels struct {
 	rows       func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32)
 	outerWidth int
 	outer      func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32)
+	// sweep, where set, takes the outer products instead of outer (see sweepProduct).
+	sweep func(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
 }
 
 var (
@@ -62,10 +64,7 @@ var (
 		rows: func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32) {
 			skinnyRows8x8AVX2(k, x, ldx, m, ldm, c, ldc, &laneMasks[8-cols], alpha)
 		},
-		outerWidth: 8,
-		outer: func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32) {
-			skinnyOuter8x8AVX2(n, u, ldu, x, ldx, c, ldc, &laneMasks[8-cols], alpha)
-		},
+		sweep: skinnyOuterSweep8x8AVX2,
 	}
 )
 
@@ -149,6 +148,10 @@ func (sk *skinnyKernels) rowsProduct(m, n, k int, alpha float32, x []float32, ld
 // ldx). The workers split C's columns in runs of 32; each kernel call keeps an 8-row block of them in
 // registers over all k rows.
 func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
+	if sk.sweep != nil {
+		sk.sweepProduct(m, n, k, alpha, u, ldu, x, ldx, c, ldc)
+		return
+	}
 	const run = 32
 	cols := (n + run - 1) / run
 	workers, release := acquireWorkers(m, n, k)
@@ -157,6 +160,54 @@ func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, l
 		a0, j0 := run*(i%cols), 8*(i/cols)
 		for a := a0; a < min(n, a0+run); a += sk.outerWidth {
 			sk.outer(k, &u[j0], ldu, &x[a], ldx, &c[j0*ldc+a], ldc, min(sk.outerWidth, n-a), alpha)
+		}
+	})
+}
+
+// sweepRows is how many rows of X a sweep kernel call takes: the block its strips cross while the next
+// block's rows are prefetched.
+const sweepRows = 32
+
+// sweepProduct is outerProduct on the sweep kernel: each worker's unit is an 8-row block of C by a run of
+// its 8-column strips, taken a block of sweepRows rows of U and X at a time, so that X is read along its rows
+// rather than down one strip of columns at its row stride. The accumulators wait in acc between blocks;
+// every element of C still sums its n products in order from zero, then takes alpha·sum + C in one FMA, as
+// whatever unit holds it.
+func (sk *skinnyKernels) sweepProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
+	_, _, _ = u[(k-1)*ldu+m-1], x[(k-1)*ldx+n-1], c[(m-1)*ldc+n-1]
+	strips, full := (n+7)/8, n/8
+	buf := skinnyScratch.Get().(*[]float32)
+	defer skinnyScratch.Put(buf)
+	if need := m * strips * 8; cap(*buf) < need {
+		*buf = make([]float32, need)
+	}
+	acc := (*buf)[:m*strips*8]
+	workers, release := acquireWorkers(m, n, k)
+	defer release()
+	per := max(4, (strips+4*workers-1)/(4*workers)) // strips a unit: about four units a worker
+	runs := (strips + per - 1) / per
+	pf := sweepRows * ldx * 4
+	parallelFor(workers, runs*(m/8), func(_, i int) {
+		jb, s0 := i/runs, per*(i%runs)
+		s1 := min(strips, s0+per)
+		fullEnd := min(s1, full)
+		for t0 := 0; t0 < k; t0 += sweepRows {
+			rows, flags := min(sweepRows, k-t0), 0
+			if t0 == 0 {
+				flags |= 1
+			}
+			if t0+rows == k {
+				flags |= 2
+			}
+			ut := &u[t0*ldu+8*jb]
+			if fullEnd > s0 {
+				sk.sweep(rows, ut, ldu, &x[t0*ldx+8*s0], ldx, &acc[(jb*strips+s0)*64], fullEnd-s0, &laneMasks[0], pf,
+					&c[8*jb*ldc+8*s0], ldc, flags, alpha)
+			}
+			if s1 > fullEnd { // the last strip, n mod 8 columns
+				sk.sweep(rows, ut, ldu, &x[t0*ldx+8*full], ldx, &acc[(jb*strips+full)*64], 1, &laneMasks[8-(n-8*full)], pf,
+					&c[8*jb*ldc+8*full], ldc, flags, alpha)
+			}
 		}
 	})
 }

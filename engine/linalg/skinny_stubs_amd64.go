@@ -28,8 +28,10 @@ func skinnyOuter8x32AVX512(n int, u *float32, ldu int, x *float32, ldx int, c *f
 //go:noescape
 func skinnyRows8x8AVX2(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, mask *int32, alpha float32)
 
-// skinnyOuter8x8AVX2 adds alpha·Σ_{t<n} u[t*ldu+j]·x[t*ldx+a] to c[j*ldc+a] for j < 8 and the columns a < 8
-// whose lane of mask (8 values) is −1, reading no column of X or C past them.
+// skinnyOuterSweep8x8AVX2 adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+8s+l] to the accumulator acc[64s+8j+l] for j, l < 8
+// and s < strips, reading only the lanes l that mask (8 values) selects; flags bit 0: the accumulators
+// start at zero instead of acc; bit 1: they are not stored but added to C, c[j*ldc+8s+l] += alpha·acc.
+// Each row's load also prefetches pf bytes further on.
 //
 //go:noescape
-func skinnyOuter8x8AVX2(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, mask *int32, alpha float32)
+func skinnyOuterSweep8x8AVX2(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
