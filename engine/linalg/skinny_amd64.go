@@ -14,6 +14,7 @@ func init() {
 		skinny = skinnyAVX512.product
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
 		skinny = skinnyAVX2.product
+		outers, multT = skinnyAVX2.sharedOuters, skinnyAVX2.sharedTs
 	}
 }
 
@@ -90,12 +91,7 @@ func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32
 				}
 			}
 		}
-		sk.rowsProduct(m, n, k, alpha, a, lda, mat, ldm, c, ldc)
-		// The last m mod 8 rows as any few rows (M as a plain matrix now).
-		if r := m % 8; r > 0 {
-			m0 := m - r
-			sgemmGo(false, false, r, n, k, alpha, a[m0*lda:], lda, mat, ldm, 0, c[m0*ldc:], ldc)
-		}
+		sk.rowsProducts(m, k, a, lda, []rowsPart{{n: n, alpha: alpha, mat: mat, ldm: ldm, c: c, ldc: ldc}})
 		return true
 	case transA && !transB && m%8 == 0 && m <= 16 && n >= 32 && k >= skinnyMinRows:
 		scaleMatrix(m, n, beta, c, ldc)
@@ -127,21 +123,80 @@ func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32
 
 var skinnyScratch = sync.Pool{New: func() any { return new([]float32) }}
 
-// rowsProduct sets the first m − m mod 8 rows of C (m × n, n ≤ 16) to alpha·X·M, 8 rows a call (two calls
-// of 8 columns each on AVX2 for n > 8), split among the workers by runs of 64 rows.
-func (sk *skinnyKernels) rowsProduct(m, n, k int, alpha float32, x []float32, ldx int, mat []float32, ldm int, c []float32, ldc int) {
+// rowsPart is one product of rowsProducts: C (m × n, n ≤ 16) = alpha·X·M.
+type rowsPart struct {
+	n     int
+	alpha float32
+	mat   []float32
+	ldm   int
+	c     []float32
+	ldc   int
+}
+
+// rowsProducts sets the first m − m mod 8 rows of each part's C to alpha·X·M, 8 rows a call (two calls of 8
+// columns each on AVX2 for n > 8), a block of X's rows through every part before the next (it stays in
+// L1), split among the workers by runs of 64 rows.
+func (sk *skinnyKernels) rowsProducts(m, k int, x []float32, ldx int, parts []rowsPart) {
 	blocks := m / 8
 	const run = 8 // blocks per claim
+	n := 0
+	for _, p := range parts {
+		n += p.n
+	}
 	workers, release := acquireWorkers(m, n, k)
 	defer release()
 	parallelFor(workers, (blocks+run-1)/run, func(_, i int) {
 		for bl := i * run; bl < min(blocks, (i+1)*run); bl++ {
 			r := 8 * bl
-			for j0 := 0; j0 < n; j0 += sk.rowsWidth {
-				sk.rows(k, &x[r*ldx], ldx, &mat[j0], ldm, &c[r*ldc+j0], ldc, min(sk.rowsWidth, n-j0), alpha)
+			for _, p := range parts {
+				for j0 := 0; j0 < p.n; j0 += sk.rowsWidth {
+					sk.rows(k, &x[r*ldx], ldx, &p.mat[j0], p.ldm, &p.c[r*p.ldc+j0], p.ldc, min(sk.rowsWidth, p.n-j0), p.alpha)
+				}
 			}
 		}
 	})
+	// The last m mod 8 rows as any few rows (M as a plain matrix now).
+	if r := m % 8; r > 0 {
+		m0 := m - r
+		for _, p := range parts {
+			sgemmGo(false, false, r, p.n, k, p.alpha, x[m0*ldx:], ldx, p.mat, p.ldm, 0, p.c[m0*p.ldc:], p.ldc)
+		}
+	}
+}
+
+// sharedTs takes MulTParts' products on the skinny kernels when every part is one that Sgemm would hand them
+// (skinny's first form) and reports whether it did: each part's B transposed into one matrix, whose columns
+// the parts then take in turn for each block of X's rows.
+func (sk *skinnyKernels) sharedTs(m, k int, x []float32, ldx int, parts []TPart) bool {
+	if m <= 64 || k < 32 {
+		return false
+	}
+	n := 0
+	for _, p := range parts {
+		if p.Cols < 2 || p.Cols > 16 || openblasGemm != nil && m*p.Cols*k >= openblasMinMACs {
+			return false
+		}
+		n += p.Cols
+	}
+	buf := skinnyScratch.Get().(*[]float32)
+	defer skinnyScratch.Put(buf)
+	if cap(*buf) < k*n {
+		*buf = make([]float32, k*n)
+	}
+	mat := (*buf)[:k*n]
+	rp := make([]rowsPart, len(parts))
+	off := 0
+	for i, p := range parts {
+		for j := 0; j < p.Cols; j++ {
+			for q, v := range p.B[j*p.LDB : j*p.LDB+k] {
+				mat[q*n+off+j] = v
+			}
+		}
+		rp[i] = rowsPart{n: p.Cols, alpha: 1, mat: mat[off:], ldm: n, c: p.C, ldc: p.LDC}
+		off += p.Cols
+	}
+	sk.rowsProducts(m, k, x, ldx, rp)
+	return true
 }
 
 // outerProduct adds alpha·Uᵀ·X to C (m × n, m a multiple of 8): U is k × m (stride ldu), X k × n (stride
@@ -149,7 +204,7 @@ func (sk *skinnyKernels) rowsProduct(m, n, k int, alpha float32, x []float32, ld
 // registers over all k rows.
 func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
 	if sk.sweep != nil {
-		sk.sweepProduct(m, n, k, alpha, u, ldu, x, ldx, c, ldc)
+		sk.sweepProducts(n, k, x, ldx, []OuterPart{{Rows: m, Alpha: alpha, U: u, LDU: ldu, C: c, LDC: ldc}})
 		return
 	}
 	const run = 32
@@ -168,27 +223,34 @@ func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, l
 // block's rows are prefetched.
 const sweepRows = 32
 
-// sweepProduct is outerProduct on the sweep kernel: each worker's unit is an 8-row block of C by a run of
-// its 8-column strips, taken a block of sweepRows rows of U and X at a time, so that X is read along its rows
-// rather than down one strip of columns at its row stride. The accumulators wait in acc between blocks;
-// every element of C still sums its n products in order from zero, then takes alpha·sum + C in one FMA, as
+// sweepProducts is outerProduct on the sweep kernel, for several products that share X (AddOuters): each
+// worker's unit is a run of X's 8-column strips, taken a block of sweepRows rows of X at a time, and within a
+// block every 8-row block of every part's C, so that X is read once, along its rows, rather than down one
+// strip of columns at its row stride and once per block of C. The accumulators wait in acc between blocks;
+// every element of C still sums its k products in order from zero, then takes alpha·sum + C in one FMA, as
 // whatever unit holds it.
-func (sk *skinnyKernels) sweepProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
-	_, _, _ = u[(k-1)*ldu+m-1], x[(k-1)*ldx+n-1], c[(m-1)*ldc+n-1]
+func (sk *skinnyKernels) sweepProducts(n, k int, x []float32, ldx int, parts []OuterPart) {
+	_ = x[(k-1)*ldx+n-1]
 	strips, full := (n+7)/8, n/8
+	offs := make([]int, len(parts)+1) // each part's accumulators in acc
+	rows := 0
+	for i, p := range parts {
+		_, _ = p.U[(k-1)*p.LDU+p.Rows-1], p.C[(p.Rows-1)*p.LDC+n-1]
+		offs[i+1] = offs[i] + p.Rows*strips*8
+		rows += p.Rows
+	}
 	buf := skinnyScratch.Get().(*[]float32)
 	defer skinnyScratch.Put(buf)
-	if need := m * strips * 8; cap(*buf) < need {
+	if need := offs[len(parts)]; cap(*buf) < need {
 		*buf = make([]float32, need)
 	}
-	acc := (*buf)[:m*strips*8]
-	workers, release := acquireWorkers(m, n, k)
+	acc := (*buf)[:offs[len(parts)]]
+	workers, release := acquireWorkers(rows, n, k)
 	defer release()
 	per := max(4, (strips+4*workers-1)/(4*workers)) // strips a unit: about four units a worker
-	runs := (strips + per - 1) / per
 	pf := sweepRows * ldx * 4
-	parallelFor(workers, runs*(m/8), func(_, i int) {
-		jb, s0 := i/runs, per*(i%runs)
+	parallelFor(workers, (strips+per-1)/per, func(_, i int) {
+		s0 := per * i
 		s1 := min(strips, s0+per)
 		fullEnd := min(s1, full)
 		for t0 := 0; t0 < k; t0 += sweepRows {
@@ -199,15 +261,34 @@ func (sk *skinnyKernels) sweepProduct(m, n, k int, alpha float32, u []float32, l
 			if t0+rows == k {
 				flags |= 2
 			}
-			ut := &u[t0*ldu+8*jb]
-			if fullEnd > s0 {
-				sk.sweep(rows, ut, ldu, &x[t0*ldx+8*s0], ldx, &acc[(jb*strips+s0)*64], fullEnd-s0, &laneMasks[0], pf,
-					&c[8*jb*ldc+8*s0], ldc, flags, alpha)
-			}
-			if s1 > fullEnd { // the last strip, n mod 8 columns
-				sk.sweep(rows, ut, ldu, &x[t0*ldx+8*full], ldx, &acc[(jb*strips+full)*64], 1, &laneMasks[8-(n-8*full)], pf,
-					&c[8*jb*ldc+8*full], ldc, flags, alpha)
+			for pi, p := range parts {
+				for jb := 0; jb < p.Rows/8; jb++ {
+					ut, a := &p.U[t0*p.LDU+8*jb], acc[offs[pi]+jb*strips*64:]
+					if fullEnd > s0 {
+						sk.sweep(rows, ut, p.LDU, &x[t0*ldx+8*s0], ldx, &a[s0*64], fullEnd-s0, &laneMasks[0], pf,
+							&p.C[8*jb*p.LDC+8*s0], p.LDC, flags, p.Alpha)
+					}
+					if s1 > fullEnd { // the last strip, n mod 8 columns
+						sk.sweep(rows, ut, p.LDU, &x[t0*ldx+8*full], ldx, &a[full*64], 1, &laneMasks[8-(n-8*full)], pf,
+							&p.C[8*jb*p.LDC+8*full], p.LDC, flags, p.Alpha)
+					}
+				}
 			}
 		}
 	})
+}
+
+// sharedOuters takes AddOuters' products on the sweep kernels when every part is one that Sgemm would hand
+// them (skinny's second form) and reports whether it did.
+func (sk *skinnyKernels) sharedOuters(k, n int, x []float32, ldx int, parts []OuterPart) bool {
+	if n < 32 || k < skinnyMinRows {
+		return false
+	}
+	for _, p := range parts {
+		if p.Rows%8 != 0 || p.Rows > 16 || p.Alpha == 0 || openblasGemm != nil && p.Rows*n*k >= openblasMinMACs {
+			return false
+		}
+	}
+	sk.sweepProducts(n, k, x, ldx, parts)
+	return true
 }

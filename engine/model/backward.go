@@ -99,7 +99,7 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	if p.readsInput(ModDown, lc, g) {
 		gatedActivation(c, lc.a, nil, lc.g, lc.u)
 	}
-	p.linearBack(l, ModDown, lc, lc.a, dOut, da, 0, g, true)
+	p.linearBack(l, ModDown, lc, lc.a, dOut, da, 0, g, true, nil)
 	// The gate's and up's gradients replace their outputs (read for the last time here).
 	dg, du := lc.g, lc.u
 	if c.GeluTanh {
@@ -110,8 +110,10 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 	if p.readsInput(ModGate, lc, g) || p.readsInput(ModUp, lc, g) {
 		rmsNormApply(lc.h2, lc.x2, ly.MLPNorm, lc.r2, c.Dim, off)
 	}
-	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true)
-	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true)
+	sc.outers = sc.outers[:0]
+	p.linearBack(l, ModGate, lc, lc.h2, dg, dh2, 0, g, true, &sc.outers)
+	p.linearBack(l, ModUp, lc, lc.h2, du, dh2, 1, g, true, &sc.outers)
+	linalg.AddOuters(p.N, c.Dim, lc.h2, c.Dim, sc.outers)
 	rmsNormBack(dx, normGrad(gl, normMLP), dh2, lc.x2, ly.MLPNorm, lc.r2, c.Dim, off)
 	// Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))) (with SandwichNorm: x + norm(o(…))),
 	// h1 = norm(x).
@@ -122,7 +124,7 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		rmsNormBack(sc.dsub, normGrad(gl, normPostAttn), dx, lc.o, ly.PostAttnNorm, lc.r3, c.Dim, off)
 		dOut = sc.dsub
 	}
-	p.linearBack(l, ModO, lc, lc.att, dOut, datt, 0, g, true)
+	p.linearBack(l, ModO, lc, lc.att, dOut, datt, 0, g, true, nil)
 	clear(dk)
 	clear(dv)
 	p.attentionBack(l, lc, datt, dq, dk, dv)
@@ -142,9 +144,11 @@ func (p *Pass) blockBack(l int, lc *layerCache, dx []float32, g Grads, needDX bo
 		rmsNormApply(lc.h1, lc.x, ly.AttnNorm, lc.r1, c.Dim, off)
 	}
 	dh1 := sc.dh
-	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX)
-	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX)
-	p.linearBack(l, ModV, lc, lc.h1, dv, dh1, 1, g, needDX)
+	sc.outers = sc.outers[:0]
+	p.linearBack(l, ModQ, lc, lc.h1, dq, dh1, 0, g, needDX, &sc.outers)
+	p.linearBack(l, ModK, lc, lc.h1, dk, dh1, 1, g, needDX, &sc.outers)
+	p.linearBack(l, ModV, lc, lc.h1, dv, dh1, 1, g, needDX, &sc.outers)
+	linalg.AddOuters(p.N, c.Dim, lc.h1, c.Dim, sc.outers)
 	if needDX {
 		rmsNormBack(dx, normGrad(gl, normAttn), dh1, lc.x, ly.AttnNorm, lc.r1, c.Dim, off)
 	}
@@ -173,8 +177,10 @@ func (p *Pass) readsInput(m int, lc *layerCache, g Grads) bool {
 }
 
 // linearBack propagates dy through projection m: dx = beta·dx + dy·W (+ LoRA path) when needDX, and adds
-// dW = dyᵀ·x, dB = s·dyᵀ·u, dA = (s·dy·B)ᵀ·drop(x) to the requested gradients.
-func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta float32, g Grads, needDX bool) {
+// dW = dyᵀ·x, dB = s·dyᵀ·u, dA = (s·dy·B)ᵀ·drop(x) to the requested gradients. With outers set and no
+// dropout, dA is appended to it instead, for the caller to add together with the other projections' that
+// read x (linalg.AddOuters: x read once).
+func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta float32, g Grads, needDX bool, outers *[]linalg.OuterPart) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
 	if needDX {
@@ -203,7 +209,10 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	}
 	du := p.opt.Arena.dirty(N * r) // small: N × rank
 	linalg.Sgemm(false, false, N, r, out, s, dy, out, p.lora.B[l][m], r, 0, du, r)
-	if g.L != nil {
+	switch {
+	case g.L != nil && outers != nil && lc.xd[m] == nil:
+		*outers = append(*outers, linalg.OuterPart{Rows: r, Alpha: 1, U: du, LDU: r, C: g.L.A[l][m], LDC: in})
+	case g.L != nil:
 		linalg.Sgemm(true, false, r, in, N, 1, du, r, xd, in, 1, g.L.A[l][m], in)
 	}
 	p.FlopsBwd += int64(6 * N * r * (in + out))
@@ -325,8 +334,9 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 // backScratch holds the per-layer gradient buffers, reused by every layer of one Backward.
 type backScratch struct {
 	da, dh, datt, dq, dk, dv []float32
-	dqr, dkr                 []float32 // QKNorm: gradients w.r.t. the projections' outputs
-	dsub                     []float32 // SandwichNorm: gradient w.r.t. a sublayer's output before its norm
+	dqr, dkr                 []float32          // QKNorm: gradients w.r.t. the projections' outputs
+	dsub                     []float32          // SandwichNorm: gradient w.r.t. a sublayer's output before its norm
+	outers                   []linalg.OuterPart // adapters' A gradients of the projections that read one input
 }
 
 func (p *Pass) newBackScratch() *backScratch {

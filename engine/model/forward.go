@@ -37,6 +37,7 @@ type layerCache struct {
 	o, d, r3, r4                         []float32   // SandwichNorm: the sublayers' outputs before their norms, 1/rms
 	probs                                [][]float32 // per (sequence, kv head): [T·group × (P + T)] attention weights (stackHeads' rows)
 	lu                                   [NumModules][]float32
+	luSet                                [NumModules]bool      // lu already holds x·Aᵀ (adapterInputs)
 	xd, mask                             [NumModules][]float32 // dropout: dropped input and scaled mask
 }
 
@@ -236,6 +237,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	off := c.normOffset()
 	h16 := p.rounded(c.Dim) // h1's rows rounded for q, k and v, then h2's for gate and up
 	rmsNormRounding(lc.h1, h16, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps, off, false)
+	p.adapterInputs(l, lc, lc.h1, ModQ, ModK, ModV)
 	if c.QKNorm {
 		p.linearRounded(l, ModQ, lc, lc.h1, h16, lc.qraw, 0)
 		p.linearRounded(l, ModK, lc, lc.h1, h16, lc.kraw, 0)
@@ -268,6 +270,7 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 		cp2 = out
 	}
 	rmsNormRounding(lc.h2, h16, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps, off, false)
+	p.adapterInputs(l, lc, lc.h2, ModGate, ModUp)
 	p.linearRounded(l, ModGate, lc, lc.h2, h16, lc.g, 0)
 	p.linearRounded(l, ModUp, lc, lc.h2, h16, lc.u, 0)
 	a16 := p.rounded(c.Hidden) // the buffer h2's rows were in: gate and up are done
@@ -324,9 +327,38 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 		xd = lc.xd[m]
 	}
 	u := lc.lu[m]
-	linalg.Sgemm(false, true, N, r, in, 1, xd, in, p.lora.A[l][m], in, 0, u, r)
+	if lc.luSet[m] {
+		lc.luSet[m] = false
+	} else {
+		linalg.Sgemm(false, true, N, r, in, 1, xd, in, p.lora.A[l][m], in, 0, u, r)
+	}
 	linalg.Sgemm(false, true, N, out, r, p.lora.Scale(), u, r, p.lora.B[l][m], r, 1, y, out)
 	p.FlopsFwd += int64(2*N*r*in + 2*N*out*r)
+}
+
+// adapterInputs sets lc.lu[m] = x·A_mᵀ for the adapted projections among ms, which all read x, in one
+// product (linalg.MulTParts: x read once for all of them, not once each), and marks them for linearRounded,
+// which would compute them one at a time. Not with dropout (each projection drops its own copy of x) or
+// per-sequence adapters.
+func (p *Pass) adapterInputs(l int, lc *layerCache, x []float32, ms ...int) {
+	if p.lora == nil || p.rng != nil || p.seqLoRA != nil {
+		return
+	}
+	_, in := p.w.Cfg.Shape(ms[0])
+	r := p.lora.Rank
+	parts := make([]linalg.TPart, 0, len(ms))
+	for _, m := range ms {
+		if p.lora.Targets[m] {
+			parts = append(parts, linalg.TPart{Cols: r, B: p.lora.A[l][m], LDB: in, C: lc.lu[m], LDC: r})
+		}
+	}
+	if len(parts) < 2 {
+		return
+	}
+	linalg.MulTParts(p.N, in, x, in, parts)
+	for _, m := range ms {
+		lc.luSet[m] = p.lora.Targets[m]
+	}
 }
 
 // attention computes softmax(cap(s·q·kᵀ) + mask)·v per sequence and head into lc.att, with s the attention
