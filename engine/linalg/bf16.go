@@ -412,6 +412,13 @@ func getScratch(n int) *[]float32 { return scratch.get(n) }
 
 func putScratch(s *[]float32) { scratch.put(s) }
 
+// gathered16 holds the blocks of W that sgemmBlockedBF16N gathers in bfloat16.
+var gathered16 = make(freeList[uint16], 4)
+
+func getBF16Scratch(n int) *[]uint16 { return gathered16.get(n) }
+
+func putBF16Scratch(s *[]uint16) { gathered16.put(s) }
+
 // freeList is a small free list of buffers.
 type freeList[T any] chan *[]T
 

@@ -22,56 +22,127 @@ func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []floa
 	const mr, nr = 6, 16
 	n, k, kc := p.n, p.k, p.kc
 	nc := split(n, ncMax, nr)
-	rowPanels := (m + mr - 1) / mr
-	lastRows := m - (rowPanels-1)*mr
-	// Row panels of 3 to 6 rows are read where they are, by the panel tiles; only a last one of 1 or 2 rows,
-	// whose panel tile sums in another order (two sets of accumulators), is packed for a row tile.
-	packLast := lastRows < 3
-	ap := getScratch(rowPanels * mr * kc) // only the last panel's part is used
-	defer putScratch(ap)
+	u := newBF16Units(kern, m, kc, a, lda)
+	defer u.release()
 	for p0 := 0; p0 < k; p0 += kc {
 		kcur := min(kc, k-p0)
 		bcur := beta
 		if p0 > 0 {
 			bcur = 1
 		}
-		block := (*ap)[:rowPanels*mr*kcur]
-		if packLast {
-			ip := rowPanels - 1
-			kern.packAPanel(block[ip*mr*kcur:(ip+1)*mr*kcur], a, lda, false, ip*mr, lastRows, p0, kcur)
-		}
+		u.packLast(p0, kcur)
 		for j0 := 0; j0 < n; j0 += nc {
 			colPanels := (min(nc, n-j0) + nr - 1) / nr
-			groups, perGroup := columnGroups(workers, rowPanels, colPanels)
-			parallelFor(workers, rowPanels*groups, func(_, u int) {
-				ip, g := u/groups, u%groups
-				i0 := ip * mr
-				rows := min(mr, m-i0)
-				var tile panelTile
-				pa, lda := &a[i0*lda+p0], lda
-				if packLast && ip == rowPanels-1 {
-					pa, lda = &block[ip*mr*kcur], 0
-					row := rowTilesBF16[rows]
-					tile = func(k int, a *float32, _ int, b *uint16, c *float32, ldc int, alpha, beta float32) {
-						row(k, a, b, c, ldc, alpha, beta)
-					}
-				} else {
-					tile = panelTilesBF16[rows]
-				}
-				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
-					jj := j0 + jp*nr
-					panel := &p.panel(p0, jj)[0]
-					if cols := n - jj; cols < nr {
-						// The stored panel is zero past n; C is not: a tile of scratch, merged.
-						var t [mr * nr]float32
-						tile(kcur, pa, lda, panel, &t[0], nr, 1, 0)
-						mergeTile(t[:], nr, rows, cols, alpha, bcur, c[i0*ldc+jj:], ldc)
-						continue
-					}
-					_ = c[(i0+rows-1)*ldc+jj+nr-1]
-					tile(kcur, pa, lda, panel, &c[i0*ldc+jj], ldc, alpha, bcur)
-				}
-			})
+			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &p.panel(p0, jj)[0] }, alpha, bcur, c, ldc)
 		}
 	}
+}
+
+// sgemmBlockedBF16N is SgemmPackedBF16N on AVX2 (dy·W, the input gradient of x·Wᵀ): sgemmBlockedBF16's units
+// over panels of W gathered, per block of kc of W's rows and ncMax of its columns, from the stored ones
+// (gatherTPanelBF16AVX2) in bfloat16. The float32 panels the blocked driver gathered before (widened) were
+// twice the bytes, and each tile's 36 KiB of one did not stay in L1 beside its panel of A: 123–128 GFLOP/s
+// at 1,280 rows of SmolLM2-135M's shapes on a 2-core Zen 3 EPYC, where x·Wᵀ on the stored panels ran 165–175.
+// W's rows and columns must be whole panels of 16 (every model's are).
+func sgemmBlockedBF16N(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+	const nr = 16
+	K, n := p.n, p.k // the product's depth (W's rows) and C's columns (W's)
+	kc := kern.kc(K)
+	nc := split(n, ncMax, nr)
+	u := newBF16Units(kern, m, kc, a, lda)
+	defer u.release()
+	block := getBF16Scratch(kc * nc)
+	defer putBF16Scratch(block)
+	for p0 := 0; p0 < K; p0 += kc {
+		kcur := min(kc, K-p0)
+		bcur := beta
+		if p0 > 0 {
+			bcur = 1
+		}
+		u.packLast(p0, kcur)
+		for j0 := 0; j0 < n; j0 += nc {
+			colPanels := min(nc, n-j0) / nr
+			b := (*block)[:colPanels*kcur*nr]
+			parallelFor(workers, colPanels, func(_, it int) {
+				j := j0 + it*nr       // W's column, C's
+				qb := j / p.kc * p.kc // the stored block of W's columns it is in
+				width := min(p.kc, p.k-qb)
+				off := p.offset(qb, p0) + (j-qb)*nr
+				_, _ = p.data[off+(kcur/16-1)*nr*width+255], b[(it+1)*kcur*nr-1]
+				gatherTPanelBF16AVX2(&b[it*kcur*nr], &p.data[off], kcur/16, nr*width)
+			})
+			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &b[(jj-j0)*kcur] }, alpha, bcur, c, ldc)
+		}
+	}
+}
+
+// bf16Units are the (row panel, column group) units of sgemmBlockedBF16 and sgemmBlockedBF16N over a
+// row-major A of m rows: row panels of 3 to 6 rows are read where they are, by the panel tiles; only a last
+// one of 1 or 2 rows, whose panel tile sums in another order (two sets of accumulators), is packed (with
+// kern's packing) for a row tile.
+type bf16Units struct {
+	kern     *microKernel
+	m        int
+	a        []float32
+	lda      int
+	lastRows int
+	last     *[]float32 // the packed last panel, when it has fewer than 3 rows
+	kcur     int
+}
+
+func newBF16Units(kern *microKernel, m, kc int, a []float32, lda int) *bf16Units {
+	u := &bf16Units{kern: kern, m: m, a: a, lda: lda, lastRows: m - (m-1)/6*6}
+	if u.lastRows < 3 {
+		u.last = getScratch(6 * kc)
+	}
+	return u
+}
+
+func (u *bf16Units) release() {
+	if u.last != nil {
+		putScratch(u.last)
+	}
+}
+
+// packLast packs the last row panel's block of kcur k-steps from p0, when it is packed.
+func (u *bf16Units) packLast(p0, kcur int) {
+	if u.last != nil {
+		u.kern.packAPanel((*u.last)[:6*kcur], u.a, u.lda, false, u.m-u.lastRows, u.lastRows, p0, kcur)
+	}
+}
+
+// run multiplies the k-steps p0..p0+kcur-1 of every row panel by colPanels panels of the block of columns
+// from j0 (panel(jj) is the one of columns jj..jj+15, kcur groups of 16 bfloat16 values) into C (n columns
+// in all), the workers taking (row panel, column group) units, each unit's rows in L1 while its panels pass.
+func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj int) *uint16, alpha, beta float32, c []float32, ldc int) {
+	const mr, nr = 6, 16
+	rowPanels := (u.m + mr - 1) / mr
+	groups, perGroup := columnGroups(workers, rowPanels, colPanels)
+	parallelFor(workers, rowPanels*groups, func(_, un int) {
+		ip, g := un/groups, un%groups
+		i0 := ip * mr
+		rows := min(mr, u.m-i0)
+		tile := panelTilesBF16[rows]
+		pa, lda := &u.a[i0*u.lda+p0], u.lda
+		if u.last != nil && ip == rowPanels-1 {
+			pa, lda = &(*u.last)[0], 0
+			row := rowTilesBF16[rows]
+			tile = func(k int, a *float32, _ int, b *uint16, c *float32, ldc int, alpha, beta float32) {
+				row(k, a, b, c, ldc, alpha, beta)
+			}
+		}
+		for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
+			jj := j0 + jp*nr
+			b := panel(jj)
+			if cols := n - jj; cols < nr {
+				// The panel is zero past n; C is not: a tile of scratch, merged.
+				var t [mr * nr]float32
+				tile(kcur, pa, lda, b, &t[0], nr, 1, 0)
+				mergeTile(t[:], nr, rows, cols, alpha, beta, c[i0*ldc+jj:], ldc)
+				continue
+			}
+			_ = c[(i0+rows-1)*ldc+jj+nr-1]
+			tile(kcur, pa, lda, b, &c[i0*ldc+jj], ldc, alpha, beta)
+		}
+	})
 }

@@ -317,6 +317,11 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 	kern := kernelFor(k)
 	workers, release := acquireWorkers(m, k, n)
 	defer release()
+	if rowTilesBF16[6] != nil && kern.mr == 6 && kern.nr == 16 && p.nr == 16 && n%16 == 0 && k%16 == 0 && p.kc%16 == 0 && m > panelsMaxRows {
+		// AVX2, a training pass's rows: W's panels gathered in bfloat16 for the bfloat16 tiles.
+		sgemmBlockedBF16N(kern, workers, m, alpha, a, lda, p, beta, c, ldc)
+		return
+	}
 	// op(B) = W: the driver's k-steps are W's rows, its columns W's columns. In the packed layout the rows
 	// of one panel are contiguous for each column, so each column of the block is read in runs of nr.
 	sgemmBlocked(kern, workers, false, m, k, n, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {

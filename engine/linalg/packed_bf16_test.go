@@ -24,7 +24,8 @@ func TestSgemmPackedBF16(t *testing.T) {
 		{128, 70, 96}, {256, 33, 40}, {257, 40, 20}, // a prompt through the AVX-512 row groups, and one row past them
 		{2, 530, 70}, {3, 600, 100}, // dy·W over blocks of W's rows that start off (265) and on (200) a multiple of 8
 		{151, 50, 700}, {98, 1040, 40}, // AVX2's training rows: two k blocks, an edge panel; two n blocks
-		{100, 1300, 30}, // dy·W over three blocks of W's rows, the last shorter
+		{100, 1300, 30},                  // dy·W over three blocks of W's rows, the last shorter
+		{131, 1040, 48}, {104, 32, 1056}, // AVX2's dy·W on gathered bf16 panels: 2 blocks of W's rows, last row panels of 5 and 2, 2 column blocks
 	} {
 		lda, ldw, ldc := tc.k+1, tc.k+3, tc.n+2
 		a := randVec(rng, tc.m*lda)

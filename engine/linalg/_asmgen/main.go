@@ -45,6 +45,7 @@ func main() {
 	packA6()
 	widenT8()
 	widenTPanel()
+	gatherTPanel()
 	packBT16()
 	dotShift()
 	scaleMul()

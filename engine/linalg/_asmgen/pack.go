@@ -159,6 +159,63 @@ func widenTPanel() {
 	RET()
 }
 
+// gatherTPanel writes gatherTPanelBF16AVX2: widenTPanelBF16AVX2's panel left in bfloat16, for dy·W on the
+// bfloat16 tiles (sgemmBlockedBF16N): half the bytes written here, and half read by every tile, where the
+// float32 panel of 16 × 576 values (36 KiB) left L1 to the A panel and streamed from L2 and beyond. A column
+// of a stored panel (16 of W's rows: 16 k-steps of dst) is one 32-byte load; 8 of them are two 8 × 8 blocks
+// of 16-bit values, one in each 128-bit lane, transposed in-lane (words, double words, quad words) into 8
+// k-steps' 8 columns each, whose two lanes are k-steps t and 8 + t.
+func gatherTPanel() {
+	TEXT("gatherTPanelBF16AVX2", NOSPLIT, "func(dst *uint16, src *uint16, pairs, stride int)")
+	Doc("gatherTPanelBF16AVX2 sets dst[t*16+c] = src[(t/16)*stride+c*16+t%16] for t < 16·pairs and c < 16.")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	pairs := Load(Param("pairs"), GP64())
+	stride := Load(Param("stride"), GP64())
+	SHLQ(Imm(1), stride)
+	Label("gatherTPanel_loop")
+	TESTQ(pairs, pairs)
+	JZ(LabelRef("gatherTPanel_done"))
+	for cb := range 2 { // dst columns 8·cb .. 8·cb+7: stored columns
+		r := make([]reg.VecVirtual, 8)
+		for c := range r {
+			r[c] = YMM()
+			VMOVDQU(Mem{Base: src, Disp: 32 * (8*cb + c)}, r[c])
+		}
+		w := make([]reg.VecVirtual, 8) // words of row pairs interleaved
+		for i := 0; i < 8; i += 2 {
+			w[i], w[i+1] = YMM(), YMM()
+			VPUNPCKLWD(r[i+1], r[i], w[i])
+			VPUNPCKHWD(r[i+1], r[i], w[i+1])
+		}
+		d := make([]reg.VecVirtual, 8) // then double words of pairs of pairs
+		for _, q := range [][2]int{{0, 2}, {1, 3}, {4, 6}, {5, 7}} {
+			lo, hi := YMM(), YMM()
+			VPUNPCKLDQ(w[q[1]], w[q[0]], lo)
+			VPUNPCKHDQ(w[q[1]], w[q[0]], hi)
+			d[q[0]], d[q[1]] = lo, hi
+		}
+		// d[0]: k-steps 0, 1 of columns 0–3; d[2]: 2, 3; d[1]: 4, 5; d[3]: 6, 7; d[4..7] the same of columns 4–7.
+		for t, q := range [][2]int{{0, 4}, {2, 6}, {1, 5}, {3, 7}} {
+			lo, hi := YMM(), YMM()
+			VPUNPCKLQDQ(d[q[1]], d[q[0]], lo) // k-step 2t (lane 0) and 8 + 2t (lane 1)
+			VPUNPCKHQDQ(d[q[1]], d[q[0]], hi) // 2t + 1 and 8 + 2t + 1
+			for j, o := range []reg.VecVirtual{lo, hi} {
+				step := 2*t + j
+				VMOVDQU(o.AsX(), Mem{Base: dst, Disp: 2 * (step*16 + 8*cb)})
+				VEXTRACTI128(Imm(1), o, Mem{Base: dst, Disp: 2 * ((8+step)*16 + 8*cb)})
+			}
+		}
+	}
+	ADDQ(stride, src)
+	ADDQ(U32(2*16*16), dst)
+	DECQ(pairs)
+	JMP(LabelRef("gatherTPanel_loop"))
+	Label("gatherTPanel_done")
+	VZEROUPPER()
+	RET()
+}
+
 // packBT16 writes packBT16AVX2: the AVX2 kernel's 16-wide panel of a transposed op(B) = Bᵀ (the attention's
 // keys and values), 8 k-steps at a time: 8 values from each of B's 16 rows, as two 8 × 8 blocks transposed in
 // registers (transpose8). The generic packer scattered one value at a time (1.1% of a Zen 3 135M RL step).
