@@ -19,7 +19,7 @@ var rowTilesBF16 [7]func(kc int, a *float32, b *uint16, c *float32, ldc int, alp
 // (TestAVX2PanelTilesInPlace), and reading A in place took 1,280 rows at 576 × 576 from 153–164 to 175
 // GFLOP/s, at 576 × 1,536 from 155–158 to 165–171, 1,536 × 576 166 → 169–173 (2 threads, Zen 3).
 func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
-	const mr, nr = 6, 16
+	const nr = 16
 	n, k, kc := p.n, p.k, p.kc
 	nc := split(n, ncMax, nr)
 	u := newBF16Units(kern, m, kc, a, lda)

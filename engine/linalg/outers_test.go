@@ -1,7 +1,7 @@
 package linalg
 
 import (
-	"math/rand/v2"
+	"math/rand"
 	"slices"
 	"testing"
 )
@@ -10,14 +10,8 @@ import (
 // bit for bit the Sgemm of its own, for token counts that are and are not whole blocks of the sweep and widths
 // with and without a partial strip; parts Sgemm would not send to the skinny kernels (rank 3) too.
 func TestAddOuters(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	fill := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = rng.Float32()*2 - 1
-		}
-		return v
-	}
+	rng := rand.New(rand.NewSource(5))
+	fill := func(n int) []float32 { return randVec(rng, n) }
 	for _, k := range []int{64, 100, 203} {
 		for _, n := range []int{32, 37, 576} {
 			for _, ranks := range [][]int{{8, 16, 8}, {8}, {3, 8}} {
@@ -46,14 +40,8 @@ func TestAddOuters(t *testing.T) {
 // TestMulTParts: each part of a shared x·Bᵀ (ranks 8, 16 and 3, B's rows and C's rows padded) is bit for bit
 // the Sgemm of its own, for row counts that are and are not multiples of 8, and below the shared path's 65.
 func TestMulTParts(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	fill := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = rng.Float32()*2 - 1
-		}
-		return v
-	}
+	rng := rand.New(rand.NewSource(7))
+	fill := func(n int) []float32 { return randVec(rng, n) }
 	for _, m := range []int{64, 70, 203} {
 		for _, k := range []int{32, 45, 576} {
 			for _, ranks := range [][]int{{8, 16, 3}, {8}, {1, 8}} {
