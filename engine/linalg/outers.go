@@ -15,6 +15,9 @@ type OuterPart struct {
 // is bit for bit what Sgemm(true, false, Rows, n, k, Alpha, U, LDU, x, ldx, 1, C, LDC) leaves; where AVX2's
 // sweep kernels take them, X is read once for all of them instead of once a part.
 func AddOuters(k, n int, x []float32, ldx int, parts []OuterPart) {
+	if len(parts) == 0 {
+		return
+	}
 	if outers != nil && k > 0 && n > 0 && outers(k, n, x, ldx, parts) {
 		return
 	}
@@ -37,7 +40,10 @@ type TPart struct {
 // ldx, B, LDB, 0, C, LDC) leaves; where AVX2's skinny kernels take them, each block of X's rows is read once
 // for all of them instead of once a part.
 func MulTParts(m, k int, x []float32, ldx int, parts []TPart) {
-	if multT != nil && multT(m, k, x, ldx, parts) {
+	if len(parts) == 0 {
+		return
+	}
+	if multT != nil && m > 0 && multT(m, k, x, ldx, parts) {
 		return
 	}
 	for _, p := range parts {
