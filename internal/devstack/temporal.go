@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -34,6 +35,9 @@ type temporalServer struct {
 	// level gates the server's logs; close raises it to error, because
 	// a stopping server warns about every connection its own services drop.
 	level zap.AtomicLevel
+	// stopping, set by close, drops the errors that are only the
+	// cancellation Stop causes (see shutdownCore).
+	stopping *atomic.Bool
 }
 
 // startTemporal prepares the SQLite file, starts all four Temporal services
@@ -43,7 +47,7 @@ func startTemporal(ctx context.Context, cfg Config) (*temporalServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
 	}
-	zl, level := gatedLogger(cfg.Logger.Named("temporal"))
+	zl, level, stopping := gatedLogger(cfg.Logger.Named("temporal"))
 	logger := log.NewZapLogger(zl)
 	var store, visibility *config.SQL
 	if pg := cfg.Postgres; pg != nil {
@@ -90,7 +94,7 @@ func startTemporal(ctx context.Context, cfg Config) (*temporalServer, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devstack: start temporal server: %w", err)
 	}
-	ts := &temporalServer{server: srv, level: level}
+	ts := &temporalServer{server: srv, level: level, stopping: stopping}
 	register := cfg.Postgres != nil // SQLite's namespace was seeded in the file
 	if err := ts.waitReady(ctx, cfg.FrontendAddr, cfg.Namespace, register, cfg.Retention); err != nil {
 		_ = ts.close()
@@ -202,6 +206,7 @@ func (ts *temporalServer) ensureSearchAttributes(ctx context.Context, namespace 
 
 func (ts *temporalServer) close() error {
 	ts.level.SetLevel(zap.ErrorLevel)
+	ts.stopping.Store(true)
 	if ts.client != nil {
 		ts.client.Close()
 	}
@@ -214,13 +219,48 @@ func (ts *temporalServer) close() error {
 // gatedLogger returns l behind a level that starts at warn (or l's own
 // level, if higher) and can be raised later: the server logs routine
 // membership, shard and queue chatter at info, which would drown
-// trainyard's own logs.
-func gatedLogger(l *zap.Logger) (*zap.Logger, zap.AtomicLevel) {
+// trainyard's own logs. Once the returned flag is set (the server is
+// stopping), entries whose error is a context's cancellation are dropped.
+func gatedLogger(l *zap.Logger) (*zap.Logger, zap.AtomicLevel, *atomic.Bool) {
 	level := zap.NewAtomicLevelAt(max(zap.WarnLevel, l.Level()))
+	stopping := new(atomic.Bool)
 	gated := l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		// Cannot fail: level never enables what c's own level rejects.
 		core, _ := zapcore.NewIncreaseLevelCore(c, level)
-		return core
+		return shutdownCore{Core: core, stopping: stopping}
 	}))
-	return gated, level
+	return gated, level, stopping
+}
+
+// shutdownCore drops, once stopping is set, the entries that carry an error
+// caused by a context's cancellation: Stop cancels its services' loops, and
+// some log that as an error — the frontend's namespace registry logged
+// "Error refreshing namespace cache: context canceled" a second after
+// trainyard serve began shutting down, and failed a test that holds the
+// service's log to no errors. Any other error still passes.
+type shutdownCore struct {
+	zapcore.Core
+	stopping *atomic.Bool
+}
+
+func (c shutdownCore) With(fields []zapcore.Field) zapcore.Core {
+	return shutdownCore{Core: c.Core.With(fields), stopping: c.stopping}
+}
+
+func (c shutdownCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c shutdownCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if c.stopping.Load() {
+		for _, f := range fields {
+			if err, ok := f.Interface.(error); ok && f.Type == zapcore.ErrorType && errors.Is(err, context.Canceled) {
+				return nil
+			}
+		}
+	}
+	return c.Core.Write(e, fields)
 }
