@@ -41,8 +41,9 @@ func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []floa
 // sgemmBlockedBF16N is SgemmPackedBF16N on AVX2 (dy·W, the input gradient of x·Wᵀ): sgemmBlockedBF16's units
 // over panels of W gathered, per block of kc of W's rows and ncMax of its columns, from the stored ones
 // (gatherTPanelBF16AVX2) in bfloat16. The float32 panels the blocked driver gathered before (widened) were
-// twice the bytes, and each tile's 36 KiB of one did not stay in L1 beside its panel of A: 123–128 GFLOP/s
-// at 1,280 rows of SmolLM2-135M's shapes on a 2-core Zen 3 EPYC, where x·Wᵀ on the stored panels ran 165–175.
+// twice the bytes, and each tile's 36 KiB of one did not stay in L1 beside its panel of A: at 1,280 rows of
+// SmolLM2-135M's shapes on a 2-core Zen 3 EPYC (interleaved runs) 141–146 → 147–149 GFLOP/s at 576 × 576,
+// 137–146 → 148–151 at 576 × 1,536, level with x·Wᵀ on the stored panels measured beside it.
 // W's rows and columns must be whole panels of 16 (every model's are).
 func sgemmBlockedBF16N(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
 	const nr = 16
@@ -87,7 +88,6 @@ type bf16Units struct {
 	lda      int
 	lastRows int
 	last     *[]float32 // the packed last panel, when it has fewer than 3 rows
-	kcur     int
 }
 
 func newBF16Units(kern *microKernel, m, kc int, a []float32, lda int) *bf16Units {

@@ -79,17 +79,11 @@ func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32
 	case !transA && n <= 16 && m >= skinnyMinRows && k >= 32 && beta == 0:
 		mat, ldm := b, ldb
 		if transB { // M = Bᵀ, k × n
-			buf := skinnyScratch.Get().(*[]float32)
+			var buf *[]float32
+			mat, buf = skinnyBuffer(k * n)
 			defer skinnyScratch.Put(buf)
-			if cap(*buf) < k*n {
-				*buf = make([]float32, k*n)
-			}
-			mat, ldm = (*buf)[:k*n], n
-			for j := 0; j < n; j++ {
-				for p, v := range b[j*ldb : j*ldb+k] {
-					mat[p*n+j] = v
-				}
-			}
+			ldm = n
+			transposeInto(mat, n, b, ldb, n, k)
 		}
 		sk.rowsProducts(m, k, a, lda, []rowsPart{{n: n, alpha: alpha, mat: mat, ldm: ldm, c: c, ldc: ldc}})
 		return true
@@ -98,12 +92,8 @@ func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32
 		sk.outerProduct(m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return true
 	case transA && !transB && n%8 == 0 && n <= 16 && m >= 32 && k >= skinnyMinRows:
-		buf := skinnyScratch.Get().(*[]float32)
+		t, buf := skinnyBuffer(n * m)
 		defer skinnyScratch.Put(buf)
-		if cap(*buf) < n*m {
-			*buf = make([]float32, n*m)
-		}
-		t := (*buf)[:n*m]
 		clear(t)
 		sk.outerProduct(n, m, k, 1, b, ldb, a, lda, t, m) // Cᵀ = Bᵀ·A
 		for i := 0; i < m; i++ {
@@ -122,6 +112,24 @@ func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32
 }
 
 var skinnyScratch = sync.Pool{New: func() any { return new([]float32) }}
+
+// skinnyBuffer returns n values of scratch from skinnyScratch, and the buffer to put back when done.
+func skinnyBuffer(n int) ([]float32, *[]float32) {
+	buf := skinnyScratch.Get().(*[]float32)
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n], buf
+}
+
+// transposeInto sets dst[p*ldd+j] = b[j*ldb+p] for the rows j < rows of B and p < k: B's rows as columns.
+func transposeInto(dst []float32, ldd int, b []float32, ldb, rows, k int) {
+	for j := 0; j < rows; j++ {
+		for p, v := range b[j*ldb : j*ldb+k] {
+			dst[p*ldd+j] = v
+		}
+	}
+}
 
 // rowsPart is one product of rowsProducts: C (m × n, n ≤ 16) = alpha·X·M.
 type rowsPart struct {
@@ -178,20 +186,12 @@ func (sk *skinnyKernels) sharedTs(m, k int, x []float32, ldx int, parts []TPart)
 		}
 		n += p.Cols
 	}
-	buf := skinnyScratch.Get().(*[]float32)
+	mat, buf := skinnyBuffer(k * n)
 	defer skinnyScratch.Put(buf)
-	if cap(*buf) < k*n {
-		*buf = make([]float32, k*n)
-	}
-	mat := (*buf)[:k*n]
 	rp := make([]rowsPart, len(parts))
 	off := 0
 	for i, p := range parts {
-		for j := 0; j < p.Cols; j++ {
-			for q, v := range p.B[j*p.LDB : j*p.LDB+k] {
-				mat[q*n+off+j] = v
-			}
-		}
+		transposeInto(mat[off:], n, p.B, p.LDB, p.Cols, k)
 		rp[i] = rowsPart{n: p.Cols, alpha: 1, mat: mat[off:], ldm: n, c: p.C, ldc: p.LDC}
 		off += p.Cols
 	}
@@ -239,12 +239,8 @@ func (sk *skinnyKernels) sweepProducts(n, k int, x []float32, ldx int, parts []O
 		offs[i+1] = offs[i] + p.Rows*strips*8
 		rows += p.Rows
 	}
-	buf := skinnyScratch.Get().(*[]float32)
+	acc, buf := skinnyBuffer(offs[len(parts)])
 	defer skinnyScratch.Put(buf)
-	if need := offs[len(parts)]; cap(*buf) < need {
-		*buf = make([]float32, need)
-	}
-	acc := (*buf)[:offs[len(parts)]]
 	workers, release := acquireWorkers(rows, n, k)
 	defer release()
 	per := max(4, (strips+4*workers-1)/(4*workers)) // strips a unit: about four units a worker
