@@ -37,8 +37,8 @@ build:
 run: build
 	DATABASE_URL="$$(scripts/ensure-postgres.sh)"; export DATABASE_URL; exec ./$(BIN) serve
 
-## test: gofmt, scripts, go vet and go test against a real PostgreSQL (and
-## Debian's chromium for the dashboard's browser tests)
+## test: gofmt, scripts, go vet (and of the engine built for arm64: every kernel has a portable fallback)
+## and go test against a real PostgreSQL (and Debian's chromium for the dashboard's browser tests)
 test: fmt-check test-scripts tokenizer-files
 	scripts/ensure-chromium.sh
 	if [[ -z "$${TRAINYARD_TEST_DATABASE_URL:-}" ]]; then \
@@ -46,6 +46,7 @@ test: fmt-check test-scripts tokenizer-files
 	fi; \
 	export TRAINYARD_TEST_DATABASE_URL; \
 	$(GO) vet ./...; \
+	GOARCH=arm64 $(GO) vet ./engine/...; \
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...; \
 	$(MAKE) --no-print-directory test-avx2; \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)

@@ -16,3 +16,9 @@ func useSmallRows() {}
 
 // Prefetch is a hint with no portable form: nothing outside amd64.
 func Prefetch(x []float32) {}
+
+// roundedRows is RoundedRows outside amd64: there are no pair products.
+func roundedRows(k int) bool { return false }
+
+// gatherTPanelBF16AVX2 is never called outside amd64 (sgemmBlockedBF16N runs where the AVX2 tiles exist).
+func gatherTPanelBF16AVX2(dst, src *uint16, pairs, stride int) { panic("linalg: no AVX2 outside amd64") }

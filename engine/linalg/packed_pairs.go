@@ -109,7 +109,7 @@ func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, ld
 // RoundedRows reports whether SgemmPackedPairsRounded takes rows of k values rounded ahead
 // (RoundRowBF16): where the pair products multiply rows as stored (VDPBF16PS; AMX's tiles want them laid
 // out otherwise) and k is one block of the contraction (2,048 values at most).
-func RoundedRows(k int) bool { return pairProducts != nil && !pairTiledA && k <= pairBlockSteps*32 }
+func RoundedRows(k int) bool { return roundedRows(k) }
 
 // RoundedStride is the stride, in values, of rows of k values rounded for SgemmPackedPairsRounded: k rounded
 // up to a step of 32.

@@ -70,6 +70,9 @@ type pairCall struct {
 // amxPeakTiles is what amxPeak multiplies: values that are not zero, as a product's are.
 var amxPeakTiles [2048]uint16
 
+// roundedRows is RoundedRows on amd64.
+func roundedRows(k int) bool { return pairProducts != nil && !pairTiledA && k <= pairBlockSteps*32 }
+
 // pairTiledA lays A out for the tile loads (amxPanel): each block's 32 rows of a step's 32 values are 2 KiB
 // in a row, the steps of a block one after another, so the tiles read A as a sequential stream.
 var pairTiledA bool
