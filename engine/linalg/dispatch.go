@@ -3,18 +3,20 @@ package linalg
 // The implementations in use, chosen once at init by the architecture-specific files (CPU features, or
 // OpenBLAS under the openblas build tag).
 var (
-	dot      = dotGeneric
-	dotSh    = dotShiftGeneric
-	axpy     = axpyGeneric
-	scale    = scaleGeneric
-	scMul    = scaleMulGeneric
-	mulSh    = mulShiftGeneric
-	mulPr    = mulProdGeneric
-	swigluGr = swigluGradGeneric
-	expSum   = expSumGeneric
-	sigmoid  = sigmoidGeneric
-	maxOf    = maxGeneric
-	kernel   = genericKernel
+	dot       = dotGeneric
+	dotSh     = dotShiftGeneric
+	axpy      = axpyGeneric
+	scale     = scaleGeneric
+	scMul     = scaleMulGeneric
+	mulSh     = mulShiftGeneric
+	mulPr     = mulProdGeneric
+	swigluGr  = swigluGradGeneric
+	expSum    = expSumGeneric
+	sigmoid   = sigmoidGeneric
+	maxOf     = maxGeneric
+	attScores = attendScoresGeneric
+	attWeigh  = attendWeighGeneric
+	kernel    = genericKernel
 	// narrowKernel, when set, replaces kernel for products with n ≤ narrowKernel.nr.
 	narrowKernel *microKernel
 	backend      = "generic"

@@ -7226,3 +7226,174 @@ prefetch_loop:
 
 prefetch_done:
 	RET
+
+// func attendScoresAVX2(q *float32, k *float32, hd int, n int, s *float32, scale float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·attendScoresAVX2(SB), NOSPLIT, $0-44
+	MOVQ         q+0(FP), AX
+	MOVQ         k+8(FP), CX
+	MOVQ         hd+16(FP), DX
+	MOVQ         n+24(FP), BX
+	MOVQ         s+32(FP), SI
+	MOVSS        scale+40(FP), X0
+	VBROADCASTSS X0, Y1
+	MOVQ         DX, DI
+	SHLQ         $0x02, DI
+	LEAQ         (DI)(DI*2), R8
+
+scores_8:
+	CMPQ   BX, $0x08
+	JL     scores_one
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	MOVQ   CX, R9
+	LEAQ   (CX)(DI*4), R10
+	MOVQ   AX, R11
+	MOVQ   DX, R12
+
+scores_8_c:
+	VMOVUPS     (R11), Y10
+	VFMADD231PS (R9), Y10, Y2
+	VFMADD231PS (R9)(DI*1), Y10, Y3
+	VFMADD231PS (R9)(DI*2), Y10, Y4
+	VFMADD231PS (R9)(R8*1), Y10, Y5
+	VFMADD231PS (R10), Y10, Y6
+	VFMADD231PS (R10)(DI*1), Y10, Y7
+	VFMADD231PS (R10)(DI*2), Y10, Y8
+	VFMADD231PS (R10)(R8*1), Y10, Y9
+	ADDQ        $0x20, R9
+	ADDQ        $0x20, R10
+	ADDQ        $0x20, R11
+	SUBQ        $0x08, R12
+	JNZ         scores_8_c
+	VHADDPS     Y3, Y2, Y2
+	VHADDPS     Y5, Y4, Y4
+	VHADDPS     Y7, Y6, Y6
+	VHADDPS     Y9, Y8, Y8
+	VHADDPS     Y4, Y2, Y2
+	VHADDPS     Y8, Y6, Y6
+	VPERM2F128  $0x20, Y6, Y2, Y3
+	VPERM2F128  $0x31, Y6, Y2, Y2
+	VADDPS      Y2, Y3, Y3
+	VMULPS      Y1, Y3, Y3
+	VMOVUPS     Y3, (SI)
+	LEAQ        (CX)(DI*8), CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x08, BX
+	JMP         scores_8
+
+scores_one:
+	TESTQ  BX, BX
+	JZ     scores_done
+	VXORPS Y1, Y1, Y1
+	MOVQ   CX, R9
+	MOVQ   AX, R11
+	MOVQ   DX, R12
+
+scores_one_c:
+	VMOVUPS      (R9), Y2
+	VFMADD231PS  (R11), Y2, Y1
+	ADDQ         $0x20, R9
+	ADDQ         $0x20, R11
+	SUBQ         $0x08, R12
+	JNZ          scores_one_c
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMULSS       X0, X1, X1
+	VMOVSS       X1, (SI)
+	ADDQ         DI, CX
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JMP          scores_one
+
+scores_done:
+	VZEROUPPER
+	RET
+
+// func attendWeigh64AVX2(w *float32, v *float32, ldv int, n int, out *float32, add bool)
+// Requires: AVX, FMA3
+TEXT ·attendWeigh64AVX2(SB), NOSPLIT, $0-41
+	MOVQ    w+0(FP), AX
+	MOVQ    v+8(FP), CX
+	MOVQ    ldv+16(FP), DX
+	MOVQ    n+24(FP), BX
+	MOVQ    out+32(FP), SI
+	MOVB    add+40(FP), DI
+	SHLQ    $0x02, DX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	TESTB   DI, DI
+	JZ      weigh_2
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+
+weigh_2:
+	CMPQ         BX, $0x02
+	JL           weigh_one
+	VBROADCASTSS (AX), Y8
+	VBROADCASTSS 4(AX), Y9
+	VFMADD231PS  (CX), Y8, Y0
+	VFMADD231PS  32(CX), Y8, Y1
+	VFMADD231PS  64(CX), Y8, Y2
+	VFMADD231PS  96(CX), Y8, Y3
+	VFMADD231PS  128(CX), Y8, Y4
+	VFMADD231PS  160(CX), Y8, Y5
+	VFMADD231PS  192(CX), Y8, Y6
+	VFMADD231PS  224(CX), Y8, Y7
+	VFMADD231PS  (CX)(DX*1), Y9, Y0
+	VFMADD231PS  32(CX)(DX*1), Y9, Y1
+	VFMADD231PS  64(CX)(DX*1), Y9, Y2
+	VFMADD231PS  96(CX)(DX*1), Y9, Y3
+	VFMADD231PS  128(CX)(DX*1), Y9, Y4
+	VFMADD231PS  160(CX)(DX*1), Y9, Y5
+	VFMADD231PS  192(CX)(DX*1), Y9, Y6
+	VFMADD231PS  224(CX)(DX*1), Y9, Y7
+	ADDQ         $0x08, AX
+	LEAQ         (CX)(DX*2), CX
+	SUBQ         $0x02, BX
+	JMP          weigh_2
+
+weigh_one:
+	TESTQ        BX, BX
+	JZ           weigh_done
+	VBROADCASTSS (AX), Y8
+	VFMADD231PS  (CX), Y8, Y0
+	VFMADD231PS  32(CX), Y8, Y1
+	VFMADD231PS  64(CX), Y8, Y2
+	VFMADD231PS  96(CX), Y8, Y3
+	VFMADD231PS  128(CX), Y8, Y4
+	VFMADD231PS  160(CX), Y8, Y5
+	VFMADD231PS  192(CX), Y8, Y6
+	VFMADD231PS  224(CX), Y8, Y7
+
+weigh_done:
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VZEROUPPER
+	RET

@@ -197,3 +197,9 @@ func pairBlocksNAVX512(dst *uint16, src *uint16, blocks int, stride int, shuf *b
 
 // prefetchL2 asks for the n bytes from p into the L2 cache, a line at a time; it never faults.
 func prefetchL2(p *float32, n int)
+
+// attendScoresAVX2 sets s[t] = scale·Σ_{c<hd} q[c]·k[t·hd+c] for t < n; hd is a multiple of 8.
+func attendScoresAVX2(q *float32, k *float32, hd int, n int, s *float32, scale float32)
+
+// attendWeigh64AVX2 sets out[c] = Σ_{t<n} w[t]·v[t·ldv+c] for c < 64, plus out[c]'s value when add.
+func attendWeigh64AVX2(w *float32, v *float32, ldv int, n int, out *float32, add bool)

@@ -103,6 +103,23 @@ func useSIMDVectors() {
 		sigmoidAVX2(&dst[0], &x[0], len(x))
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
+	// The exported functions have checked the lengths and sliced the arguments to them.
+	attScores = func(q, k []float32, hd, n int, scale float32, s []float32) {
+		if hd%8 != 0 {
+			attendScoresGeneric(q, k, hd, n, scale, s)
+			return
+		}
+		attendScoresAVX2(&q[0], &k[0], hd, n, &s[0], scale)
+	}
+	attWeigh = func(w, v []float32, hd, n int, out []float32, add bool) {
+		if hd%64 != 0 {
+			attendWeighGeneric(w, v, hd, n, out, add)
+			return
+		}
+		for c := 0; c < hd; c += 64 {
+			attendWeigh64AVX2(&w[0], &v[c], hd, n, &out[c], add)
+		}
+	}
 	if hasAVX512() {
 		expSum = func(dst, src []float32, shift float32) float32 {
 			if len(src) == 0 {

@@ -286,6 +286,39 @@ func weighRuns(runs []kvRun, rows, hd int, s []float32, lds, from int, out []flo
 	}
 }
 
+// attendChunk is the most positions of a run that the decoding kernels take over every query row before
+// the next: a chunk of keys or values, 16 KiB, stays in L1 while the rows pass.
+func attendChunk(hd int) int { return max(8, 4096/hd/8*8) }
+
+// scoreRows is scoreRuns for a decoding step's few query rows (a sequence's query heads that share a
+// key/value head, or a group's): linalg.AttendScores over each chunk of a run's keys for every row. As
+// products of 3 rows the scores went to Sgemm's naive loop or its blocked driver's packing.
+func scoreRows(runs []kvRun, rows, hd int, scale float32, q []float32, ldq int, s []float32, lds, from int) {
+	ch := attendChunk(hd)
+	for _, r := range runs {
+		for t0 := 0; t0 < r.n; t0 += ch {
+			n := min(ch, r.n-t0)
+			for g := range rows {
+				linalg.AttendScores(q[g*ldq:], r.k[t0*hd:], hd, n, scale, s[g*lds+r.start-from+t0:])
+			}
+		}
+	}
+}
+
+// weighRows is weighRuns for a decoding step's few query rows (linalg.AttendWeigh), chunked as scoreRows;
+// with add, the sums are added to out.
+func weighRows(runs []kvRun, rows, hd int, s []float32, lds, from int, out []float32, ldo int, add bool) {
+	ch := attendChunk(hd)
+	for j, r := range runs {
+		for t0 := 0; t0 < r.n; t0 += ch {
+			n := min(ch, r.n-t0)
+			for g := range rows {
+				linalg.AttendWeigh(s[g*lds+r.start-from+t0:], r.v[t0*hd:], hd, n, out[g*ldo:], add || j > 0 || t0 > 0)
+			}
+		}
+	}
+}
+
 // CopyPrefix fills the empty cache c with the first n positions src holds (a prompt, or the start of one,
 // that another request prefilled); c must have room for them.
 func (c *Cache) CopyPrefix(src *Cache, n int) {
@@ -463,14 +496,14 @@ func (p *Pass) attendCache(l int, lc *layerCache) {
 			sc := p.workerScratch(wk, group*m)
 			q := lc.q[r0*qd+kvh*group*hd:]
 			rs, nr := ca.runs(l, kvh, lo, n)
-			scoreRuns(rs[:nr], group, hd, scale, q, hd, sc, m, lo)
+			scoreRows(rs[:nr], group, hd, scale, q, hd, sc, m, lo)
 			for g := range group {
 				if cp > 0 {
 					softcap(sc[g*m:(g+1)*m], cp)
 				}
 				softmaxCausalRow(sc[g*m:(g+1)*m], m-1)
 			}
-			weighRuns(rs[:nr], group, hd, sc, m, lo, lc.att[r0*qd+kvh*group*hd:], hd)
+			weighRows(rs[:nr], group, hd, sc, m, lo, lc.att[r0*qd+kvh*group*hd:], hd, false)
 			return
 		}
 		// A chunk: per query head, its T rows against every position, row t masked past position Len+t.
@@ -547,9 +580,10 @@ func (p *Pass) sharedBases(l int) (alone []int, groups [][]int) {
 }
 
 // attendShared attends one decoding row of each of the sequences bs, whose caches share their first run of
-// P positions, over key/value head kvh: the query heads of every sequence stacked, scored against the shared
-// keys in one product and weighed with the shared values in another (reading them once for the group, not
-// once per sequence), and each sequence's own positions after them, as attendCache does alone.
+// P positions, over key/value head kvh: every sequence's query heads scored against each chunk of the
+// shared keys before the next chunk, and weighed with each chunk of the shared values likewise (the chunk
+// read from memory once for the group and kept in L1 while the rows pass, not once per sequence), then
+// each sequence's own positions after them, as attendCache does alone.
 func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 	c := p.w.Cfg
 	qd, hd, G := c.QDim(), c.HeadDim, c.Heads/c.KVHeads
@@ -559,20 +593,24 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 	for _, b := range bs {
 		W = max(W, p.decode[b].Len+1)
 	}
-	R := len(bs) * G
-	buf := p.workerScratch(wk, 2*R*hd+R*W)
-	qs, out, sc := buf[:R*hd], buf[R*hd:2*R*hd], buf[2*R*hd:]
-	for i, b := range bs {
-		r0 := p.offs[b]
-		copy(qs[i*G*hd:(i+1)*G*hd], lc.q[r0*qd+kvh*G*hd:])
-	}
+	sc := p.workerScratch(wk, len(bs)*G*W)
+	rows := func(lane []float32, b int) []float32 { return lane[p.offs[b]*qd+kvh*G*hd:] } // b's G rows
 	// A sequence's own keys and values are a few kilobytes per head that
 	// nothing else of the token reads: too short a stream for the hardware
 	// prefetcher, so the next sequence's keys and this one's values are
 	// asked for while this one is scored.
 	prefetchOwn(p.decode[bs[0]], l, kvh, P, true)
 	shared, _ := p.decode[bs[0]].runs(l, kvh, 0, P)
-	linalg.Sgemm(false, true, R, P, hd, scale, qs, hd, shared[0].k, hd, 0, sc, W)
+	sh, ch := shared[0], attendChunk(hd)
+	for t0 := 0; t0 < P; t0 += ch {
+		n := min(ch, P-t0)
+		for i, b := range bs {
+			q := rows(lc.q, b)
+			for g := range G {
+				linalg.AttendScores(q[g*hd:], sh.k[t0*hd:], hd, n, scale, sc[(i*G+g)*W+t0:])
+			}
+		}
+	}
 	for i, b := range bs {
 		ca := p.decode[b]
 		n := ca.Len + 1
@@ -581,7 +619,7 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 		}
 		prefetchOwn(ca, l, kvh, P, false)
 		rs, nr := ca.runs(l, kvh, P, n)
-		scoreRuns(rs[:nr], G, hd, scale, qs[i*G*hd:], hd, sc[i*G*W:], W, 0)
+		scoreRows(rs[:nr], G, hd, scale, rows(lc.q, b), hd, sc[i*G*W:], W, 0)
 		for g := range G {
 			row := sc[(i*G+g)*W : (i*G+g)*W+n]
 			if cp > 0 {
@@ -590,14 +628,18 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 			softmaxCausalRow(row, n-1)
 		}
 	}
-	linalg.Sgemm(false, false, R, hd, P, 1, sc, W, shared[0].v, hd, 0, out, hd)
+	for t0 := 0; t0 < P; t0 += ch {
+		n := min(ch, P-t0)
+		for i, b := range bs {
+			att := rows(lc.att, b)
+			for g := range G {
+				linalg.AttendWeigh(sc[(i*G+g)*W+t0:], sh.v[t0*hd:], hd, n, att[g*hd:], t0 > 0)
+			}
+		}
+	}
 	for i, b := range bs {
 		ca := p.decode[b]
-		att := lc.att[p.offs[b]*qd+kvh*G*hd:]
-		copy(att[:G*hd], out[i*G*hd:(i+1)*G*hd])
 		rs, nr := ca.runs(l, kvh, P, ca.Len+1)
-		for _, r := range rs[:nr] {
-			linalg.Sgemm(false, false, G, hd, r.n, 1, sc[i*G*W+r.start:], W, r.v, hd, 1, att, hd)
-		}
+		weighRows(rs[:nr], G, hd, sc[i*G*W:], W, 0, rows(lc.att, b), hd, true)
 	}
 }

@@ -284,3 +284,58 @@ func decodeAlike(t *testing.T, w *Weights, got, want []*Cache, steps int, toks f
 		closeAll(t, fmt.Sprintf("step %d logits", step), g, x)
 	}
 }
+
+// TestDecodeWideHeads holds decoding at real head sizes (64 and 128, the AVX2 kernels' whole vectors) and a
+// shared prompt longer than one chunk of the decoding attention (attendChunk) and not a whole number of its
+// blocks of 8 keys, to the full forward pass: three caches sharing the prompt (attended together,
+// attendShared) and one holding its own (alone), each decoding its own tokens.
+func TestDecodeWideHeads(t *testing.T) {
+	for _, hd := range []int{64, 128} {
+		t.Run(fmt.Sprint(hd), func(t *testing.T) {
+			cfg := tinyConfig()
+			cfg.HeadDim, cfg.Heads, cfg.KVHeads, cfg.Layers, cfg.MaxSeqLen = hd, 6, 2, 1, 160
+			w := randomModel(t, cfg, 9)
+			for _, ly := range w.Layers { // scores of order one at this head size
+				for i := range ly.W[ModK].F32 {
+					ly.W[ModK].F32[i] *= 0.1
+				}
+			}
+			ctx := context.Background()
+			prompt := make([]int, 101)
+			for i := range prompt {
+				prompt[i] = (i*7 + 3) % cfg.VocabSize
+			}
+			leader := w.NewCache(128)
+			if _, err := w.Prefill(ctx, leader, prompt, nil); err != nil {
+				t.Fatal(err)
+			}
+			own := w.NewCache(128)
+			if _, err := w.Prefill(ctx, own, prompt, nil); err != nil {
+				t.Fatal(err)
+			}
+			caches := []*Cache{leader.Clone(), leader.Clone(), leader.Clone(), own}
+			seqs := make([][]int, len(caches))
+			for s := range seqs {
+				seqs[s] = slices.Clone(prompt)
+			}
+			for step := range 10 {
+				toks := make([]int, len(caches))
+				for s := range toks {
+					toks[s] = (step*5 + s*3 + 1) % cfg.VocabSize
+					seqs[s] = append(seqs[s], toks[s])
+				}
+				got, err := w.Decode(ctx, caches, toks, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for s, seq := range seqs {
+					p, err := w.Forward(ctx, [][]int{seq}, PassOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					closeAll(t, fmt.Sprintf("step %d sequence %d", step, s), got[s*cfg.VocabSize:(s+1)*cfg.VocabSize], p.Logits([]int{len(seq) - 1}))
+				}
+			}
+		})
+	}
+}

@@ -55,6 +55,8 @@ func main() {
 	packPairs()
 	pairBlocksN()
 	prefetchL2()
+	attendScores()
+	attendWeigh()
 	Generate()
 	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {
 		if err := write(); err != nil {
