@@ -21,4 +21,6 @@ func Prefetch(x []float32) {}
 func roundedRows(k int) bool { return false }
 
 // gatherTPanelBF16AVX2 is never called outside amd64 (sgemmBlockedBF16N runs where the AVX2 tiles exist).
-func gatherTPanelBF16AVX2(dst, src *uint16, pairs, stride int) { panic("linalg: no AVX2 outside amd64") }
+func gatherTPanelBF16AVX2(dst, src *uint16, pairs, stride int) {
+	panic("linalg: no AVX2 outside amd64")
+}
