@@ -2,46 +2,45 @@ package linalg
 
 import "fmt"
 
-// AttendScores sets s[t] = scale·(q·k_t) for t < n, where k_t = k[t·hd:(t+1)·hd] and q has hd values: one
-// query row's scores against n cached keys of its head (a decoding step's attention).
-func AttendScores(q, k []float32, hd, n int, scale float32, s []float32) {
-	if len(q) < hd || len(k) < n*hd || len(s) < n {
-		panic(fmt.Sprintf("linalg.AttendScores: q %d, k %d, s %d values for hd %d and %d keys", len(q), len(k), len(s), hd, n))
-	}
-	if n == 0 {
+// AttendScores sets s[i·lds+t] = scale·(q_i·k_t) for i < rows and t < n, where q_i = q[i·ldq:][:hd] and
+// k_t = k[t·hd:][:hd]: a decoding step's query rows (the query heads that share a key/value head) scored
+// against n cached keys of that head.
+func AttendScores(q []float32, ldq, rows int, k []float32, hd, n int, scale float32, s []float32, lds int) {
+	if rows <= 0 || n == 0 {
 		return
 	}
-	attScores(q[:hd], k[:n*hd], hd, n, scale, s[:n])
+	if len(q) < (rows-1)*ldq+hd || len(k) < n*hd || len(s) < (rows-1)*lds+n {
+		panic(fmt.Sprintf("linalg.AttendScores: q %d, k %d, s %d values for %d rows (strides %d, %d), hd %d and %d keys",
+			len(q), len(k), len(s), rows, ldq, lds, hd, n))
+	}
+	attScores(q, ldq, rows, k, hd, n, scale, s, lds)
 }
 
-// AttendWeigh sets out[:hd] to Σ_{t<n} w[t]·v_t, where v_t = v[t·hd:(t+1)·hd], or adds that sum to out when
-// add is set: one query row's attention output over n cached values of its head, given its weights.
-func AttendWeigh(w, v []float32, hd, n int, out []float32, add bool) {
-	if len(w) < n || len(v) < n*hd || len(out) < hd {
-		panic(fmt.Sprintf("linalg.AttendWeigh: w %d, v %d, out %d values for hd %d and %d rows", len(w), len(v), len(out), hd, n))
-	}
-	if n == 0 {
-		if !add {
-			clear(out[:hd])
-		}
+// AttendWeigh sets out[i·ldo:][:hd] to Σ_{t<n} w[i·ldw+t]·v_t for i < rows, where v_t = v[t·hd:][:hd], or
+// adds those sums to it when add is set: the attention output of a decoding step's query rows over n cached
+// values of their head, given the rows' weights.
+func AttendWeigh(w []float32, ldw, rows int, v []float32, hd, n int, out []float32, ldo int, add bool) {
+	if rows <= 0 {
 		return
 	}
-	attWeigh(w[:n], v[:n*hd], hd, n, out[:hd], add)
+	if len(w) < (rows-1)*ldw+n || len(v) < n*hd || len(out) < (rows-1)*ldo+hd {
+		panic(fmt.Sprintf("linalg.AttendWeigh: w %d, v %d, out %d values for %d rows (strides %d, %d), hd %d and %d values",
+			len(w), len(v), len(out), rows, ldw, ldo, hd, n))
+	}
+	attWeigh(w, ldw, rows, v, hd, n, out, ldo, add)
 }
 
-// attendScoresGeneric is the portable AttendScores.
-func attendScoresGeneric(q, k []float32, hd, n int, scale float32, s []float32) {
-	for t := range n {
-		s[t] = scale * dot(q, k[t*hd:(t+1)*hd])
-	}
+// attendScoresSgemm is AttendScores as a product (Sgemm's few-row kernels on AVX-512, its generic paths
+// elsewhere).
+func attendScoresSgemm(q []float32, ldq, rows int, k []float32, hd, n int, scale float32, s []float32, lds int) {
+	Sgemm(false, true, rows, n, hd, scale, q, ldq, k, hd, 0, s, lds)
 }
 
-// attendWeighGeneric is the portable AttendWeigh.
-func attendWeighGeneric(w, v []float32, hd, n int, out []float32, add bool) {
-	if !add {
-		clear(out)
+// attendWeighSgemm is AttendWeigh as a product.
+func attendWeighSgemm(w []float32, ldw, rows int, v []float32, hd, n int, out []float32, ldo int, add bool) {
+	var beta float32
+	if add {
+		beta = 1
 	}
-	for t := range n {
-		axpy(w[t], v[t*hd:(t+1)*hd], out)
-	}
+	Sgemm(false, false, rows, hd, n, 1, w, ldw, v, hd, beta, out, ldo)
 }

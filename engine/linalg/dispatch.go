@@ -14,8 +14,8 @@ var (
 	expSum    = expSumGeneric
 	sigmoid   = sigmoidGeneric
 	maxOf     = maxGeneric
-	attScores = attendScoresGeneric
-	attWeigh  = attendWeighGeneric
+	attScores = attendScoresSgemm
+	attWeigh  = attendWeighSgemm
 	kernel    = genericKernel
 	// narrowKernel, when set, replaces kernel for products with n ≤ narrowKernel.nr.
 	narrowKernel *microKernel

@@ -103,21 +103,29 @@ func useSIMDVectors() {
 		sigmoidAVX2(&dst[0], &x[0], len(x))
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
-	// The exported functions have checked the lengths and sliced the arguments to them.
-	attScores = func(q, k []float32, hd, n int, scale float32, s []float32) {
-		if hd%8 != 0 {
-			attendScoresGeneric(q, k, hd, n, scale, s)
-			return
+	// A decoding step's attention, a query row at a time over the cached keys and values. The products
+	// these replace went to Sgemm's naive loop or its blocked driver's packing on AVX2; AVX-512 keeps
+	// Sgemm's few-row kernels, measured there before (a 16-key scoring kernel was no faster on Zen 4).
+	if !hasAVX512() {
+		attScores = func(q []float32, ldq, rows int, k []float32, hd, n int, scale float32, s []float32, lds int) {
+			if hd%8 != 0 {
+				attendScoresSgemm(q, ldq, rows, k, hd, n, scale, s, lds)
+				return
+			}
+			for i := range rows {
+				attendScoresAVX2(&q[i*ldq], &k[0], hd, n, &s[i*lds], scale)
+			}
 		}
-		attendScoresAVX2(&q[0], &k[0], hd, n, &s[0], scale)
-	}
-	attWeigh = func(w, v []float32, hd, n int, out []float32, add bool) {
-		if hd%64 != 0 {
-			attendWeighGeneric(w, v, hd, n, out, add)
-			return
-		}
-		for c := 0; c < hd; c += 64 {
-			attendWeigh64AVX2(&w[0], &v[c], hd, n, &out[c], add)
+		attWeigh = func(w []float32, ldw, rows int, v []float32, hd, n int, out []float32, ldo int, add bool) {
+			if hd%64 != 0 || n == 0 {
+				attendWeighSgemm(w, ldw, rows, v, hd, n, out, ldo, add)
+				return
+			}
+			for i := range rows {
+				for c := 0; c < hd; c += 64 {
+					attendWeigh64AVX2(&w[i*ldw], &v[c], hd, n, &out[i*ldo+c], add)
+				}
+			}
 		}
 	}
 	if hasAVX512() {

@@ -298,9 +298,7 @@ func scoreRows(runs []kvRun, rows, hd int, scale float32, q []float32, ldq int, 
 	for _, r := range runs {
 		for t0 := 0; t0 < r.n; t0 += ch {
 			n := min(ch, r.n-t0)
-			for g := range rows {
-				linalg.AttendScores(q[g*ldq:], r.k[t0*hd:], hd, n, scale, s[g*lds+r.start-from+t0:])
-			}
+			linalg.AttendScores(q, ldq, rows, r.k[t0*hd:], hd, n, scale, s[r.start-from+t0:], lds)
 		}
 	}
 }
@@ -312,9 +310,7 @@ func weighRows(runs []kvRun, rows, hd int, s []float32, lds, from int, out []flo
 	for j, r := range runs {
 		for t0 := 0; t0 < r.n; t0 += ch {
 			n := min(ch, r.n-t0)
-			for g := range rows {
-				linalg.AttendWeigh(s[g*lds+r.start-from+t0:], r.v[t0*hd:], hd, n, out[g*ldo:], add || j > 0 || t0 > 0)
-			}
+			linalg.AttendWeigh(s[r.start-from+t0:], lds, rows, r.v[t0*hd:], hd, n, out, ldo, add || j > 0 || t0 > 0)
 		}
 	}
 }
@@ -605,10 +601,7 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 	for t0 := 0; t0 < P; t0 += ch {
 		n := min(ch, P-t0)
 		for i, b := range bs {
-			q := rows(lc.q, b)
-			for g := range G {
-				linalg.AttendScores(q[g*hd:], sh.k[t0*hd:], hd, n, scale, sc[(i*G+g)*W+t0:])
-			}
+			linalg.AttendScores(rows(lc.q, b), hd, G, sh.k[t0*hd:], hd, n, scale, sc[i*G*W+t0:], W)
 		}
 	}
 	for i, b := range bs {
@@ -631,10 +624,7 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 	for t0 := 0; t0 < P; t0 += ch {
 		n := min(ch, P-t0)
 		for i, b := range bs {
-			att := rows(lc.att, b)
-			for g := range G {
-				linalg.AttendWeigh(sc[(i*G+g)*W+t0:], sh.v[t0*hd:], hd, n, att[g*hd:], t0 > 0)
-			}
+			linalg.AttendWeigh(sc[i*G*W+t0:], W, G, sh.v[t0*hd:], hd, n, rows(lc.att, b), hd, t0 > 0)
 		}
 	}
 	for i, b := range bs {
