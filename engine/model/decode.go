@@ -630,6 +630,6 @@ func (p *Pass) attendShared(wk, l int, lc *layerCache, bs []int, kvh int) {
 	for i, b := range bs {
 		ca := p.decode[b]
 		rs, nr := ca.runs(l, kvh, P, ca.Len+1)
-		weighRows(rs[:nr], G, hd, sc[i*G*W:], W, 0, rows(lc.att, b), hd, true)
+		weighRows(rs[:nr], G, hd, sc[i*G*W:], W, 0, rows(lc.att, b), hd, P > 0) // onto the shared run's sums
 	}
 }
