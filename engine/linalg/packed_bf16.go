@@ -126,7 +126,7 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 const runRowsMax = 128
 
 // panelRun is how many consecutive panels of W a worker of a product over m rows of A claims at a time
-// (sgemmRowGroups, sgemmPairs): one run per worker up to runRowsMax rows; past them runs of at most 16,
+// (sgemmPairs): one run per worker up to runRowsMax rows; past them runs of at most 16,
 // short enough that each of the workers gets spread of them (one claim per panel of an LM head, thousands,
 // made the claims' shared counter a tenth of a decoding step).
 func panelRun(m, panels, workers, spread int) int {
@@ -225,12 +225,13 @@ func panelTilesFor(nr int) []panelTile {
 func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
 	n, k, nr := p.n, p.k, p.nr
 	colPanels := (n + nr - 1) / nr
-	// With few rows each worker's panels are one sequential stream for the hardware prefetcher instead of a
-	// new one every few panels: a decoding step's products with SmolLM2-135M's body
+	// Each worker's panels are one sequential stream for the hardware prefetcher (parallelRuns' regions)
+	// instead of a new one every few panels: a decoding step's products with SmolLM2-135M's body
 	// (BenchmarkDecodeBody/packed; 3 interleaved runs on a Zen 5 EPYC) went 14.9–16.1 → 13.7–14.0 ms at 8
 	// rows and 43.4–44.2 → 40.5–41.7 at 32 on AVX2's tiles, 9.6–12.0 → 7.4–9.9 and 26.4–27.2 → 25.0–25.5 on
-	// AVX-512's.
-	per := panelRun(m, colPanels, workers, 4)
+	// AVX-512's, when each worker took one run of them; runs of an eighth of a worker's share (at most 16
+	// panels) let a worker that is done take the rest of a slower one's from its end.
+	run := max(1, min(16, colPanels/(8*workers)))
 	// Groups as even as the tiles' rows allow (32 rows on AVX2's 6: 5,5,5,5,6,6, not 6×5 and 2): a group of 2
 	// does 4 FMAs per widened step, which the widening, not the FMA units, then bounds.
 	most := len(tiles) - 1
@@ -241,8 +242,7 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 		}
 		return m / groups
 	}
-	parallelFor(workers, (colPanels+per-1)/per, func(_, u int) {
-		lo, hi := u*per, min(colPanels, (u+1)*per)
+	parallelRuns(workers, colPanels, run, func(_, lo, hi int) {
 		// The last panel's tiles, when n is not a multiple of the panel width: accumulated over the blocks,
 		// merged once. Only the unit holding that panel needs them (a buffer per unit was a heap allocation
 		// per unit and product).

@@ -46,6 +46,65 @@ func TestParallelFor(t *testing.T) {
 	wg.Wait()
 }
 
+// TestParallelRuns: every item is in exactly one run of at most run items, on a worker index below the
+// workers asked for, whatever the split (regions of uneven size, more workers than runs, one item); with a
+// worker slowed down, the other takes runs from the back of its region, and every worker's own runs come
+// in order from its region's front.
+func TestParallelRuns(t *testing.T) {
+	for _, c := range []struct{ workers, count, run int }{{2, 0, 4}, {2, 1, 4}, {2, 7, 1}, {3, 10, 3}, {2, 96, 6},
+		{4, 1000, 16}, {2, 12, 0}, {8, 5, 2}} {
+		var mu sync.Mutex
+		seen := make([]int, c.count)
+		parallelRuns(c.workers, c.count, c.run, func(w, lo, hi int) {
+			if w < 0 || w >= c.workers || lo < 0 || hi > c.count || hi <= lo || hi-lo > max(c.run, 1) {
+				t.Errorf("%+v: worker %d got run [%d, %d)", c, w, lo, hi)
+				return
+			}
+			mu.Lock()
+			for i := lo; i < hi; i++ {
+				seen[i]++
+			}
+			mu.Unlock()
+		})
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("%+v: item %d ran %d times", c, i, n)
+			}
+		}
+	}
+	// Worker 0 (the caller) sleeps in every run: the helper finishes its region, then takes worker 0's runs
+	// from the back, so worker 0 runs only the first few of its 50 items.
+	var mu sync.Mutex
+	by := map[int][]int{}
+	parallelRuns(2, 100, 1, func(w, lo, _ int) {
+		if w == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+		mu.Lock()
+		by[w] = append(by[w], lo)
+		mu.Unlock()
+	})
+	if len(by[0])+len(by[1]) != 100 {
+		t.Fatalf("%d + %d runs, want 100", len(by[0]), len(by[1]))
+	}
+	if len(by[1]) < 75 {
+		t.Errorf("the helper ran %d of 100 items beside a caller that sleeps 2 ms an item, want most", len(by[1]))
+	}
+	for w, runs := range by {
+		// A worker's runs from its own region rise one by one; stolen ones come after them and fall.
+		i := 1
+		for i < len(runs) && runs[i] == runs[i-1]+1 {
+			i++
+		}
+		for ; i+1 < len(runs); i++ {
+			if runs[i+1] >= runs[i] {
+				t.Errorf("worker %d: runs %v: not its own in order, then stolen ones from the back", w, runs)
+				break
+			}
+		}
+	}
+}
+
 // captured runs a parallelFor whose items write to a new slice and returns a weak pointer to the slice:
 // nothing but the call's closure ever referenced it.
 func captured() weak.Pointer[float32] {
