@@ -103,7 +103,7 @@ func TestPairsOneRowLogits(t *testing.T) {
 	w32 := smallDotModel(t)
 	plain, packed := w32.ToBF16(), w32.ToBF16()
 	packed.Pack()
-	if !packed.pairsOnly {
+	if !packed.noRowMajor {
 		t.Fatal("Pack left row-major matrices beside the pair layout")
 	}
 	ctx := context.Background()

@@ -447,9 +447,10 @@ func (w *Weights) extend(ctx context.Context, caches []*Cache, chunks [][]int, l
 		p.offs[i+1] = p.offs[i] + len(chunk)
 	}
 	p.N = p.offs[len(chunks)]
-	if p.N == 1 && !w.pairsOnly {
+	if p.N == 1 && !w.noRowMajor {
 		// One sequence: each product is a matrix-vector product too short to hand to a parked goroutine. (The
-		// pair products split theirs on linalg's helpers, which a spinning partner would keep off a core.)
+		// products over the pair layout or the packed panels split theirs on linalg's helpers, which a
+		// spinning partner would keep off a core: weights held only so get no Team.)
 		p.team = linalg.NewTeam()
 		defer p.team.Close()
 	}

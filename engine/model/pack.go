@@ -47,10 +47,10 @@ func (w *Weights) Pack() {
 	if dropped {
 		runtime.GC() // the rest, and a tied head's row-major copy, which Embed held until now
 	}
-	w.pairsOnly = w.Output.pairs != nil
+	w.noRowMajor = w.Output.BF16 == nil
 	for l := range w.Layers {
 		for m := range w.Layers[l].W {
-			w.pairsOnly = w.pairsOnly && w.Layers[l].W[m].pairs != nil
+			w.noRowMajor = w.noRowMajor && w.Layers[l].W[m].BF16 == nil
 		}
 	}
 }

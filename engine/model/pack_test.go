@@ -24,6 +24,18 @@ func TestPackedWeights(t *testing.T) {
 		if got, want := packed.MemoryBytes()-plain.MemoryBytes(), PackedBytes(cfg); got != want {
 			t.Errorf("%s: packing added %d bytes, PackedBytes says %d", name, got, want)
 		}
+		// A decoding step of one sequence takes a Team only while some product reads a row-major copy: held
+		// only packed (AVX2) or in the pair layout, the products split on linalg's helpers, which a partner's
+		// spin would keep off the second core.
+		onlyPacked := packed.Output.pairs != nil || linalg.PackedReplacesRowMajor(cfg.VocabSize)
+		for m := 0; m < NumModules; m++ {
+			o, _ := cfg.Shape(m)
+			onlyPacked = onlyPacked && (packed.Layers[0].W[m].pairs != nil || linalg.PackedReplacesRowMajor(o))
+		}
+		if packed.noRowMajor != onlyPacked || plain.noRowMajor {
+			t.Errorf("%s: no row-major copies (no Team for one sequence): packed %v, want %v; unpacked %v",
+				name, packed.noRowMajor, onlyPacked, plain.noRowMajor)
+		}
 		lora, _ := NewLoRA(cfg, 2, 4, 0, all, 6)
 		for _, ts := range lora.Tensors(cfg) {
 			for i := range ts.Data {

@@ -28,9 +28,12 @@ type Weights struct {
 	Output    Mat // [vocab × dim]
 	rope      *ropeTable
 	ropeLocal *ropeTable // local layers' (Config.SlidingPattern), nil otherwise
-	// pairsOnly: Pack laid every matrix out for the pair products and dropped the row-major copies, so no
-	// product of a decoding step of one sequence goes through a Team (linalg.GemvBF16T).
-	pairsOnly bool
+	// noRowMajor: after Pack no matrix keeps a row-major bfloat16 copy (every one is in the pair layout, or
+	// in packed panels where those serve every row count: AVX2), so no product of a decoding step of one
+	// sequence goes through a Team (linalg.GemvBF16T, which reads that copy). A Team's partner would only
+	// spin on the second core, keeping the helpers that split the packed products off it: on AVX2 a
+	// decoding step of one sequence ran on one core and a half, 22 ms a token at SmolLM2-135M's shape.
+	noRowMajor bool
 }
 
 // ropeOf is the rotary table of layer l.
