@@ -64,10 +64,17 @@ func newApp(cfg config.Config, inf *infra, log *zap.Logger) *app {
 		debug.SetGCPercent(gcPercent)
 	}
 	// Process-wide, and before any base loads: with the pair products taking every batched product, bases
-	// are not packed for the blocked kernel (linalg.PairsServeBatches).
+	// are not packed for the blocked kernel (linalg.PairsServeBatches). Unset, each stays as linalg chose
+	// for this CPU (on where the bfloat16 products outrun the float32 kernels).
+	if on := cfg.Chat.BF16Dot; on != nil {
+		linalg.SetBF16Dot(*on)
+	}
+	if on := cfg.Worker.BF16Train; on != nil {
+		linalg.SetBF16Train(*on)
+	}
 	log.Info("matrix products", zap.String("kernels", linalg.Backend()), zap.String("bf16_tiles", linalg.PairsKernel()),
-		zap.Bool("chat_bf16_products", linalg.SetBF16Dot(cfg.Chat.BF16Dot)),
-		zap.Bool("train_bf16_products", linalg.SetBF16Train(cfg.Worker.BF16Train)))
+		zap.Bool("bf16_pays", linalg.BF16Pays()), zap.Bool("chat_bf16_products", linalg.BF16Dot()),
+		zap.Bool("train_bf16_products", linalg.BF16Train()))
 	a := &app{cfg: cfg, inf: inf, log: log, bases: openCatalog(cfg, log)}
 	if inf.temporal != nil { // infer has no Temporal
 		a.jobs = workflows.NewClient(inf.temporal, workflows.ClientOptions{

@@ -58,6 +58,13 @@ func SetBF16Train(on bool) bool {
 // BF16Train reports whether SgemmBF16Train rounds activations to bfloat16.
 func BF16Train() bool { return bf16Train.Load() }
 
+// BF16Pays reports whether the bfloat16 products outrun the float32 kernels on this CPU, and so are on by
+// default (BF16Train, BF16Dot): AMX's tiles, or VDPBF16PS where it does more multiply-adds per second than the
+// FMAs (AMD's Zen 4 and 5; not Intel's Xeons, which issue it at a quarter of their rate).
+func BF16Pays() bool { return bf16Pays }
+
+var bf16Pays bool
+
 // Pairs reports whether this CPU has the pair products: SgemmBF16Infer takes them while BF16Dot is on, and
 // SgemmBF16Train while BF16Train is.
 func Pairs() bool { return pairProducts != nil }

@@ -24,3 +24,6 @@ func roundedRows(k int) bool { return false }
 func gatherTPanelBF16AVX2(dst, src *uint16, pairs, stride int) {
 	panic("linalg: no AVX2 outside amd64")
 }
+
+// peakLoops: no instruction loops outside amd64 (internal/roofline then measures the engine's own products).
+func peakLoops() (fma, dot peakLoop) { return peakLoop{}, peakLoop{} }

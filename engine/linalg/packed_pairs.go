@@ -153,16 +153,3 @@ func SgemmPackedPairsRounded(m int, alpha float32, a []float32, lda int, rounded
 	}
 	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded)
 }
-
-// amxPeakLoop, when set, runs iterations of 8 TDPBF16PS on register tiles (AMXLoop).
-var amxPeakLoop func(iters int)
-
-// AMXLoop returns a loop of AMX tile products that never leave the registers and its FLOPs per iteration
-// (8 TDPBF16PS of 16 × 16 × 32 multiply-adds): what a machine's roofline measures as its cores' bfloat16
-// tile peak. nil where the CPU has no AMX tiles.
-func AMXLoop() (func(iters int), float64) {
-	if amxPeakLoop == nil {
-		return nil, 0
-	}
-	return amxPeakLoop, 8 * 16 * 16 * 32 * 2
-}

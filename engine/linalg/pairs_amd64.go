@@ -22,6 +22,10 @@ func init() {
 			pairSwap[8*q+2*i], pairSwap[8*q+2*i+1] = byte(8*(q%2))+2*w, byte(8*(q%2))+2*w+1
 		}
 	}
+	hasDot := cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16
+	if hasDot && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL {
+		tilesDot = tilesDotBF16
+	}
 	switch {
 	case amxGranted():
 		pairPanel, pairsKernel = amxPanel, "AMX tiles"
@@ -30,7 +34,7 @@ func init() {
 			amxPeakTiles[i] = ToBF16(float32(i%13)*0.25 - 1.5)
 		}
 		amxPeakLoop = func(iters int) { amxPeak(iters, &amxConfig, &amxPeakTiles[0]) }
-	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16:
+	case hasDot:
 		pairPanel, pairsKernel = dotPanel, "VDPBF16PS tiles"
 	default:
 		return
@@ -38,7 +42,13 @@ func init() {
 	pairProducts = sgemmPairs
 	pairPanelT = panelT
 	roundRow = func(dst []uint16, src []float32) { roundSteps(dst, src, 32) }
-	bf16Train.Store(true)
+	// The products in bfloat16 are on by default where they pay: AMX's tiles always, VDPBF16PS where it
+	// outruns the float32 FMAs on this core (dotOutrunsFMA: AMD's, not Intel's). Elsewhere they stay for
+	// SetBF16Train/SetBF16Dot to turn on, and every product goes through the float32 kernels, whose
+	// layout Pack then builds.
+	bf16Pays = pairsKernel == "AMX tiles" || dotOutrunsFMA()
+	bf16Train.Store(bf16Pays)
+	bf16Dot.Store(bf16Pays && tilesDot != nil)
 }
 
 // heldPanels holds a product's laid-out panels across its chunks of rows (sgemmPairs).

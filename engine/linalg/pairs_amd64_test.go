@@ -27,6 +27,11 @@ func withEachPanel(t *testing.T, fn func(t *testing.T)) {
 		kernels["vdpbf16ps"] = kernel{dotPanel, false}
 	}
 	defer func(p func(*pairCall), tiled bool) { pairPanel, pairTiledA = p, tiled }(pairPanel, pairTiledA)
+	// On, whether or not they pay on this CPU (BF16Pays), as the tests read them through the public products.
+	defer SetBF16Train(BF16Train())
+	defer SetBF16Dot(BF16Dot())
+	SetBF16Train(true)
+	SetBF16Dot(true)
 	for name, k := range kernels {
 		pairPanel, pairTiledA = k.panel, k.tiledA
 		t.Run(name, fn)
@@ -175,7 +180,8 @@ func BenchmarkPairs(b *testing.B) {
 			for _, on := range []bool{true, false} {
 				m, n, k := sh.m, sh.n, sh.k
 				b.Run(fmt.Sprintf("%dx%dx%d/transB=%v/pairs=%v", m, n, k, transB, on), func(bb *testing.B) {
-					defer SetBF16Train(SetBF16Train(on) || true)
+					defer SetBF16Train(BF16Train())
+					SetBF16Train(on)
 					a := make([]float32, m*k)
 					for i := range a {
 						a[i] = float32(i%7) - 3

@@ -99,6 +99,8 @@ func TestTilesBF16Dot(t *testing.T) {
 	if tilesDot == nil {
 		t.Skip("no avx512_bf16")
 	}
+	defer SetBF16Dot(BF16Dot()) // on, whether or not they pay on this CPU (BF16Pays)
+	SetBF16Dot(true)
 	rng := rand.New(rand.NewSource(5))
 	for _, s := range []struct{ m, n, k int }{{2, 4, 32}, {3, 9, 40}, {4, 30, 576}, {5, 17, 33}, {7, 64, 100},
 		{32, 151, 576}, {64, 66, 1536}, {2, 3, 64}} {
@@ -140,5 +142,4 @@ func TestTilesBF16Dot(t *testing.T) {
 	if !SetBF16Dot(false) && BF16Dot() {
 		t.Fatal("SetBF16Dot(false) left it on")
 	}
-	SetBF16Dot(true)
 }

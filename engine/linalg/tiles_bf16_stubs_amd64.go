@@ -203,3 +203,9 @@ func attendScoresAVX2(q *float32, k *float32, hd int, n int, s *float32, scale f
 
 // attendWeigh64AVX2 sets out[c] = Σ_{t<n} w[t]·v[t·ldv+c] for c < 64, plus out[c]'s value when add.
 func attendWeigh64AVX2(w *float32, v *float32, ldv int, n int, out *float32, add bool)
+
+// fmaPeakAVX512 runs iters iterations of 12 independent VFMADD231PS on zmm registers.
+func fmaPeakAVX512(iters int)
+
+// fmaPeakAVX2 runs iters iterations of 12 independent VFMADD231PS on ymm registers.
+func fmaPeakAVX2(iters int)

@@ -1,16 +1,9 @@
 package linalg
 
-import "golang.org/x/sys/cpu"
-
-// Products with bfloat16 dot products (avx512_bf16, tiles_bf16dot_amd64.s): the rows of activations are
-// rounded to bfloat16 once per product, then every tile multiplies pairs of bfloat16 values straight from the
-// weights as stored, twice the multiply-adds of the float32 tiles per instruction.
-func init() {
-	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BF16 {
-		tilesDot = tilesDotBF16
-		bf16Dot.Store(true)
-	}
-}
+// Products with bfloat16 dot products (avx512_bf16, tiles_bf16dot_amd64.s; tilesDot, set by pairs_amd64.go's
+// init with the decision whether they are on by default): the rows of activations are rounded to bfloat16
+// once per product, then every tile multiplies pairs of bfloat16 values straight from the weights as stored,
+// twice the multiply-adds of the float32 tiles per instruction.
 
 var dotKernels = [5]func(k int, a *uint16, lda int, b *uint16, ldb int, c *float32, ldc int, alpha, beta float32){
 	1: dotTile1x4BF16DOT, 2: dotTile2x4BF16DOT, 3: dotTile3x4BF16DOT, 4: dotTile4x4BF16DOT,

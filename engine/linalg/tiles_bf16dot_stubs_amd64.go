@@ -37,3 +37,8 @@ func dotTile4x4BF16DOT(k int, a *uint16, lda int, b *uint16, ldb int, c *float32
 //
 //go:noescape
 func dotPanel(p *pairCall)
+
+// dotPeak runs iters iterations of 16 independent VDPBF16PS on zmm registers (avx512_bf16).
+//
+//go:noescape
+func dotPeak(iters int)

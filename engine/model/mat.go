@@ -19,7 +19,8 @@ type Mat struct {
 	BF16       []uint16
 	// packed, once Weights.Pack has run, is the bfloat16 matrix laid out for the blocked kernel
 	// (linalg.PackedBF16), read by the products x·Mᵀ instead of widening and re-packing BF16 each time. Where
-	// the packed products serve every row count (linalg.PackedReplacesRowMajor: AVX2) it is the only copy
+	// the packed products serve every row count (linalg.PackedReplacesRowMajor: AVX2, and AVX-512 without
+	// bfloat16 dot products) it is the only copy
 	// and BF16 is nil; elsewhere BF16 stays for products of fewer than packedMinRows rows and bfloat16 dot
 	// products. Either way the matrix must not change after Pack.
 	packed *linalg.PackedBF16
@@ -86,22 +87,22 @@ func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
 
 // mulTPass is MulT in a pass: with t, when set, taking part in a one-row bfloat16 product (a decoding step
 // of one sequence, see linalg.Team), and, in an inference pass (decoding, prefilling for chat), a bfloat16
-// product through linalg.SgemmBF16Infer, which may use bfloat16 dot products. From packedMinRows rows the
-// packed matrix's panel tiles take it instead where they beat the dot products (linalg.PanelsBeatDot: on an
-// avx512_bf16 Xeon a decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary takes 81 ms
-// against 106 on 2 cores, BenchmarkDecodeRollouts' packed/32 and bf16dot/32; on AMD's Zen 4 the dot
-// products win). Where the matrix is held in the pair layout (m.pairs) every product goes to the pair
-// products, one row too: 57 ms for that step on the Xeon's AMX tiles (pairs/32); on a Zen 5 EPYC 74–103 ms on
-// its VDPBF16PS tiles against 95–114 for the dot products over the row-major weights; a decoding step of one
-// sequence at SmolLM2-135M's shape 11.1–12.3 ms against 12.2–14.0 on the row-major weights through a Team
-// (2-core Zen 4 EPYC, enginebench -work infer).
+// product through linalg.SgemmBF16Infer, which uses bfloat16 dot products where they are on
+// (linalg.BF16Dot: where they outrun the float32 kernels on this CPU, linalg.BF16Pays). Where the matrix is
+// held in the pair layout (m.pairs) every product goes to the pair products, one row too: 57 ms for a
+// decoding step of 32 rollouts at SmolLM2-135M's body with Qwen3's vocabulary on an Emerald Rapids Xeon's
+// AMX tiles (BenchmarkDecodeRollouts' pairs/32); on a Zen 5 EPYC 74–103 ms on its VDPBF16PS tiles against
+// 95–114 for the dot products over the row-major weights; a decoding step of one sequence at SmolLM2-135M's
+// shape 11.1–12.3 ms against 12.2–14.0 on the row-major weights through a Team (2-core Zen 4 EPYC,
+// enginebench -work infer). Where it is held packed for the float32 kernels, from packedMinRows rows (every
+// row where the packed matrix is the only copy) the panel tiles take it.
 func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta float32, y []float32) {
 	switch {
 	case m.pairs != nil:
 		linalg.SgemmPackedPairs(n, 1, x, m.Cols, m.pairs, beta, y, m.Rows)
 	case m.BF16 != nil && t != nil && n == 1:
 		linalg.GemvBF16T(t, m.Rows, m.Cols, 1, x, m.BF16, m.Cols, beta, y)
-	case m.BF16 != nil && infer && (linalg.Pairs() && linalg.BF16Dot() || m.packed == nil || n < packedMinRows || (linalg.BF16Dot() && !linalg.PanelsBeatDot())):
+	case m.BF16 != nil && infer && (linalg.BF16Dot() || m.packed == nil || n < packedMinRows):
 		linalg.SgemmBF16Infer(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 	default:
 		m.MulT(n, x, beta, y)

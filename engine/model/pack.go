@@ -9,10 +9,11 @@ import (
 // Pack lays out the bfloat16 matrices that batched products multiply by — the seven projections of every
 // layer and the LM head — for the blocked kernel, once per process (Mat.packed): training steps and chat's
 // decoding batches then widen contiguous panels instead of transposing the frozen weights on every product.
-// On AVX2, and where the pair products take every batched product (AMX tiles, avx512_bf16), the packed
-// matrices replace the row-major ones (a tied embedding then reads its rows from the packed head), so the
-// weights take the same memory up to panel padding; elsewhere (AVX-512 without bfloat16 products) both are
-// held (PackedBytes). The weights must not change afterwards; float32 weights (pretraining, full gradients) are
+// Where the packed products serve every row count (linalg.PackedReplacesRowMajor: the panel tiles of AVX2
+// and AVX-512, no bfloat16 dot products on) and where the pair products take every batched product (AMX
+// tiles, VDPBF16PS where it pays), the packed matrices replace the row-major ones (a tied embedding then
+// reads its rows from the packed head), so the weights take the same memory up to panel padding; elsewhere
+// (dot products on without the pair products taking the batches) both are held (PackedBytes). The weights must not change afterwards; float32 weights (pretraining, full gradients) are
 // left as they are.
 func (w *Weights) Pack() {
 	// Each replaced row-major matrix is garbage once packed. Collecting every 64 MiB of it lets the next

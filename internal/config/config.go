@@ -177,10 +177,11 @@ type Chat struct {
 	// QueueWait bounds how long a chat request waits for room before it
 	// gets 429 (TRAINYARD_CHAT_QUEUE_WAIT); 0 is the serving default.
 	QueueWait time.Duration
-	// BF16Dot lets chat's decoding use bfloat16 dot products where the CPU
-	// has them (TRAINYARD_CHAT_BF16_DOT, default true): twice the
-	// multiply-adds per instruction, activations rounded to bfloat16.
-	BF16Dot bool
+	// BF16Dot turns chat's bfloat16 products on or off where the CPU
+	// has them (TRAINYARD_CHAT_BF16_DOT); unset (nil), they are on where
+	// they outrun the float32 kernels (linalg.BF16Pays: AMX tiles, AMD's
+	// VDPBF16PS). Activations are rounded to bfloat16.
+	BF16Dot *bool
 	// AdapterCacheBytes bounds the adapters kept loaded
 	// (TRAINYARD_ADAPTER_CACHE_BYTES); 0 is the serving default.
 	AdapterCacheBytes int64
@@ -213,13 +214,13 @@ type Worker struct {
 	// reports back to its workflow (TRAINYARD_TRAIN_CHUNK); 0 is the
 	// activities' default (20 s).
 	ChunkDuration time.Duration
-	// BF16Train lets training multiply the frozen base in bfloat16 where the
-	// CPU can (AMX tiles, or VDPBF16PS on avx512_bf16;
-	// TRAINYARD_TRAIN_BF16, default true): activations and
-	// output gradients rounded to bfloat16 for those products, as PyTorch's
-	// bf16 autocast rounds them; adapters, their gradients and the optimizer
-	// stay float32.
-	BF16Train bool
+	// BF16Train turns training's bfloat16 products with the frozen base on
+	// or off where the CPU has them (AMX tiles, or VDPBF16PS on avx512_bf16;
+	// TRAINYARD_TRAIN_BF16); unset (nil), they are on where they outrun the
+	// float32 kernels (linalg.BF16Pays). Activations and output gradients
+	// are rounded to bfloat16 for those products, as PyTorch's bf16 autocast
+	// rounds them; adapters, their gradients and the optimizer stay float32.
+	BF16Train *bool
 }
 
 // MetricsOff is the TRAINYARD_METRICS_ADDR value that turns a worker's
@@ -293,7 +294,7 @@ func Load(getenv func(string) string) (Config, error) {
 			KVCacheBytes:          e.int64(EnvChatKVCacheBytes, 0),
 			QueueLength:           int(e.int64(EnvChatQueueLength, 0)),
 			QueueWait:             e.duration(EnvChatQueueWait, 0),
-			BF16Dot:               e.bool(EnvChatBF16Dot, true),
+			BF16Dot:               e.optBool(EnvChatBF16Dot),
 		},
 		HTTP: HTTP{
 			BodyTimeout:       e.duration(EnvHTTPBodyTimeout, 0),
@@ -307,7 +308,7 @@ func Load(getenv func(string) string) (Config, error) {
 			DownloadRetryWindow: e.duration(EnvDownloadRetryWindow, 0),
 			MemoryLimit:         e.memoryLimit(EnvMemoryLimit),
 			ChunkDuration:       e.duration(EnvTrainChunk, 0),
-			BF16Train:           e.bool(EnvTrainBF16, true),
+			BF16Train:           e.optBool(EnvTrainBF16),
 		},
 	}
 	c.Inference = Inference{

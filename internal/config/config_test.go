@@ -24,7 +24,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.HTTPAddr != "127.0.0.1:8080" || c.DefaultEntity != "local" || c.Temporal.Namespace != "default" ||
 		c.Temporal.TaskQueue != "trainyard-training" || c.Temporal.UIAddr != "127.0.0.1:8233" ||
 		c.Temporal.FrontendAddr != "127.0.0.1:7233" || c.S3.Bucket != "trainyard" || c.LogLevel != zapcore.InfoLevel ||
-		!c.S3.UsePathStyle || c.S3.Region != "us-east-1" {
+		!c.S3.UsePathStyle || c.S3.Region != "us-east-1" || c.Chat.BF16Dot != nil || c.Worker.BF16Train != nil {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if !filepath.IsAbs(c.DataDir) || filepath.Base(c.DataDir) != ".data" {
@@ -46,10 +46,12 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		EnvDBTimeout: "3s", EnvJobDeadline: "48h", EnvMetricsAddr: "0.0.0.0:9100", EnvFetchAllowLocal: "false",
 		EnvInference: "remote", EnvInferHeartbeat: "500ms", EnvInferAdvertiseAddr: "10.1.2.3:8081",
 		EnvBaseModels: "trainyard/tiny-chat, acme/llama=/models/llama", EnvMemoryLimit: "8GiB",
+		EnvChatBF16Dot: "false", EnvTrainBF16: "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	yes := true
 	want := Config{
 		HTTPAddr: "0.0.0.0:9000", DatabaseURL: "postgres://x/y", DataDir: "/tmp/ty", DevAPIKey: "k",
 		DefaultEntity: "team", MaxBodyBytes: 1024, LogLevel: zapcore.DebugLevel, AllowFileURLs: true,
@@ -59,8 +61,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		S3: S3{Endpoint: "http://minio:9000", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s", Region: "eu-west-1",
 			EmbeddedAddr: "127.0.0.1:9999", ReadBuckets: []string{"data-a", "data-b"}},
 		HTTP:          HTTP{BodyTimeout: 20 * time.Second, WriteTimeout: time.Minute, MaxRequestsPerKey: 7},
-		Chat:          Chat{Concurrency: 3, PerAccountConcurrency: 2, AdapterCacheBytes: 4096, BF16Dot: true},
-		Worker:        Worker{TrainingConcurrency: 2, FetchConcurrency: 3, DownloadTimeout: 90 * time.Second, DownloadRetryWindow: 2 * time.Minute, MemoryLimit: 8 << 30, BF16Train: true},
+		Chat:          Chat{Concurrency: 3, PerAccountConcurrency: 2, AdapterCacheBytes: 4096, BF16Dot: new(bool)},
+		Worker:        Worker{TrainingConcurrency: 2, FetchConcurrency: 3, DownloadTimeout: 90 * time.Second, DownloadRetryWindow: 2 * time.Minute, MemoryLimit: 8 << 30, BF16Train: &yes},
 		Inference:     Inference{Mode: InferenceRemote, Heartbeat: 500 * time.Millisecond, AdvertiseAddr: "10.1.2.3:8081"},
 		BaseModels:    []string{"trainyard/tiny-chat", "acme/llama"},
 		BaseModelDirs: map[string]string{"acme/llama": "/models/llama"},

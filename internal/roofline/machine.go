@@ -59,10 +59,10 @@ func Measure(threads int) Machine {
 		m.DotKernelPeak = dotKernelPeak()
 	}
 	m.FMAPeak, m.FMAName = m.SgemmPeak, "linalg.Sgemm (no FMA loop on this CPU)"
-	if loop, flops, name := fmaLoop(); loop != nil {
+	if loop, flops, name := linalg.FMALoop(); loop != nil {
 		m.FMAPeak, m.FMAName = instructionPeak(threads, loop, flops), name
 	}
-	if loop, flops, name := dotLoop(); loop != nil {
+	if loop, flops, name := linalg.DotLoop(); loop != nil {
 		m.DotPeak, m.DotName = instructionPeak(threads, loop, flops), name
 	}
 	if loop, flops := linalg.AMXLoop(); loop != nil {

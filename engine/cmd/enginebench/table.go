@@ -104,6 +104,9 @@ func (t table) print(w io.Writer) {
 			dot += fmt.Sprintf("; linalg.SgemmBF16Infer 64×4096×1024: %.0f", m.DotKernelPeak/1e9)
 		}
 		dot += ")"
+		if !t.dot && !t.pairsTrain {
+			dot += ", not used: no faster than the fp32 FMAs here (linalg.BF16Pays)"
+		}
 	}
 	if m.AMXPeak > 0 {
 		dot += fmt.Sprintf(", AMX %.0f GFLOP/s (%s)", m.AMXPeak/1e9, m.AMXName)

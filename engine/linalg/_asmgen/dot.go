@@ -95,6 +95,7 @@ func dotTiles(s, g *strings.Builder) {
 		s.WriteString("\tVZEROUPPER\n\tRET\n")
 	}
 	dotPanel(s, g)
+	dotPeak(s, g)
 }
 
 // writeText writes a file of kernels written as text (the dot tiles, the skinny kernels) by body, and their

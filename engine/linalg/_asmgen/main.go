@@ -57,6 +57,7 @@ func main() {
 	prefetchL2()
 	attendScores()
 	attendWeigh()
+	fmaPeaks()
 	Generate()
 	for _, write := range []func() error{writeDotTiles, writeAMX, writeSkinny} {
 		if err := write(); err != nil {
