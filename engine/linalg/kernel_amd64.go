@@ -144,7 +144,7 @@ func init() {
 			1: panel1x16BF16AVX2, 2: panel2x16BF16AVX2, 3: panel3x16BF16AVX2, 4: panel4x16BF16AVX2,
 			5: panel5x16BF16AVX2, 6: panel6x16BF16AVX2}
 	}
-	if hasAVX512() {
+	if hasAVX512() && cpu.X86.HasAVX512BW { // the tiles widen with VPUNPCKLWD and VPUNPCKHWD on zmm
 		panelTiles512BF16 = []panelTile{nil, panel1x32BF16AVX512, panel2x32BF16AVX512, panel3x32BF16AVX512,
 			panel4x32BF16AVX512, panel5x32BF16AVX512, panel6x32BF16AVX512, panel7x32BF16AVX512, panel8x32BF16AVX512,
 			panel9x32BF16AVX512, panel10x32BF16AVX512, panel11x32BF16AVX512}
