@@ -125,8 +125,9 @@ func (t table) print(w io.Writer) {
 	fmt.Fprint(w, `
 GFLOP/s: useful FLOPs / measured time, as a percentage of the peak the row is compared with: fp32 is the
 cores' float32 multiply-add peak, bf16 their bfloat16 dot-product peak (the engine's decoding of 2–7 rows
-where the CPU has avx512_bf16; PyTorch computes in float32). Where the CPU has AMX tiles or avx512_bf16,
-the engine's products with the frozen base (training, and 8 rows or more of inference) run on them, with
+where the CPU has avx512_bf16 and it pays; PyTorch computes in float32). Where the CPU has AMX tiles, or
+avx512_bf16 that outruns its FMAs (linalg.BF16Pays: AMD's Zen 4 and 5, not Intel's Xeons), the engine's
+products with the frozen base (training, and 8 rows or more of inference) run on them, with
 the activations rounded to bfloat16: those rows are still given as a share of the float32 peak, and their
 roofline takes the base's FLOPs at the AMX tiles' or the dot products' peak and the rest (attention,
 adapters) at the float32 one (AMX+fp32, bf16+fp32). Useful FLOPs (internal/roofline): a
