@@ -286,7 +286,6 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 // 68–70 tokens/s for one sequence and 372–376 for 8, against 48–50 and 281–286 on the row-major copy
 // (GemvBF16T through a Team, the register tiles), and without the copy beside them Gemma 3 270M's training
 // step runs in 1.43 GB of peak RSS instead of refusing to start (1.43 GiB needed against a 1.40 GiB limit).
-
 func PackedReplacesRowMajor(n int) bool {
 	return panelTilesFor(kernelFor(n).nr) != nil && !BF16Dot()
 }

@@ -1,6 +1,9 @@
 package linalg
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Peak loops: independent multiply-adds on registers only (generated: _asmgen/peak.go, the AMX tiles'
 // in _asmgen/amx.go), which run at the rate the core retires them. internal/roofline measures the machine's
@@ -51,18 +54,16 @@ func dotOutrunsFMA() bool {
 		return false
 	}
 	const iters = 1 << 15 // 0.1–0.4 ms a run
-	fastest := func(l peakLoop) func(time.Duration) time.Duration {
-		return func(best time.Duration) time.Duration {
-			start := time.Now()
-			l.run(iters)
-			return min(best, time.Since(start))
-		}
+	timed := func(l peakLoop) time.Duration {
+		start := time.Now()
+		l.run(iters)
+		return time.Since(start)
 	}
-	fma, dot := fastest(fmaLoop), fastest(dotLoop)
-	tf, td := fma(time.Hour), dot(time.Hour) // warm-up: a core's first wide instructions can run slower
-	tf, td = time.Hour, time.Hour
+	timed(fmaLoop) // warm-up: a core's first wide instructions can run slower
+	timed(dotLoop)
+	tf, td := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for range 5 {
-		tf, td = fma(tf), dot(td)
+		tf, td = min(tf, timed(fmaLoop)), min(td, timed(dotLoop))
 	}
 	return dotLoop.flops/td.Seconds() >= dotMargin*fmaLoop.flops/tf.Seconds()
 }

@@ -20,9 +20,8 @@ type Mat struct {
 	// packed, once Weights.Pack has run, is the bfloat16 matrix laid out for the blocked kernel
 	// (linalg.PackedBF16), read by the products x·Mᵀ instead of widening and re-packing BF16 each time. Where
 	// the packed products serve every row count (linalg.PackedReplacesRowMajor: AVX2, and AVX-512 without
-	// bfloat16 dot products) it is the only copy
-	// and BF16 is nil; elsewhere BF16 stays for products of fewer than packedMinRows rows and bfloat16 dot
-	// products. Either way the matrix must not change after Pack.
+	// bfloat16 dot products) it is the only copy and BF16 is nil; elsewhere BF16 stays for products of fewer
+	// than packedMinRows rows and bfloat16 dot products. Either way the matrix must not change after Pack.
 	packed *linalg.PackedBF16
 	// pairs replaces packed, and BF16, where the pair products (AMX tiles, or VDPBF16PS tiles) take every
 	// batched product (linalg.PairsServeBatches when Pack runs): the matrix in their pair layout is then its

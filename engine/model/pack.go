@@ -13,8 +13,8 @@ import (
 // and AVX-512, no bfloat16 dot products on) and where the pair products take every batched product (AMX
 // tiles, VDPBF16PS where it pays), the packed matrices replace the row-major ones (a tied embedding then
 // reads its rows from the packed head), so the weights take the same memory up to panel padding; elsewhere
-// (dot products on without the pair products taking the batches) both are held (PackedBytes). The weights must not change afterwards; float32 weights (pretraining, full gradients) are
-// left as they are.
+// (dot products on without the pair products taking the batches) both are held (PackedBytes). The weights
+// must not change afterwards; float32 weights (pretraining, full gradients) are left as they are.
 func (w *Weights) Pack() {
 	// Each replaced row-major matrix is garbage once packed. Collecting every 64 MiB of it lets the next
 	// matrices reuse that memory, so that packing a base adds about 64 MiB to the peak, not a second base
