@@ -9,6 +9,7 @@ var (
 	scale     = scaleGeneric
 	scMul     = scaleMulGeneric
 	mulSh     = mulShiftGeneric
+	normBk    = normBackGeneric
 	mulPr     = mulProdGeneric
 	swigluGr  = swigluGradGeneric
 	expSum    = expSumGeneric

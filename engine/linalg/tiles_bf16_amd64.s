@@ -6981,6 +6981,75 @@ mulshift_done:
 	VZEROUPPER
 	RET
 
+// func normBackAVX2(dx *float32, dyg *float32, x *float32, n int, inv float32, c float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·normBackAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dx+0(FP), AX
+	MOVQ         dyg+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         n+24(FP), BX
+	MOVSS        inv+32(FP), X0
+	MOVSS        c+36(FP), X1
+	VBROADCASTSS X0, Y2
+	VBROADCASTSS X1, Y3
+	XORQ         SI, SI
+
+normback_32:
+	MOVQ    SI, DI
+	ADDQ    $0x20, DI
+	CMPQ    DI, BX
+	JG      normback_8
+	VMULPS  (CX)(SI*4), Y2, Y4
+	VMULPS  (DX)(SI*4), Y3, Y5
+	VSUBPS  Y5, Y4, Y4
+	VADDPS  (AX)(SI*4), Y4, Y4
+	VMOVUPS Y4, (AX)(SI*4)
+	VMULPS  32(CX)(SI*4), Y2, Y4
+	VMULPS  32(DX)(SI*4), Y3, Y5
+	VSUBPS  Y5, Y4, Y4
+	VADDPS  32(AX)(SI*4), Y4, Y4
+	VMOVUPS Y4, 32(AX)(SI*4)
+	VMULPS  64(CX)(SI*4), Y2, Y4
+	VMULPS  64(DX)(SI*4), Y3, Y5
+	VSUBPS  Y5, Y4, Y4
+	VADDPS  64(AX)(SI*4), Y4, Y4
+	VMOVUPS Y4, 64(AX)(SI*4)
+	VMULPS  96(CX)(SI*4), Y2, Y4
+	VMULPS  96(DX)(SI*4), Y3, Y5
+	VSUBPS  Y5, Y4, Y4
+	VADDPS  96(AX)(SI*4), Y4, Y4
+	VMOVUPS Y4, 96(AX)(SI*4)
+	ADDQ    $0x20, SI
+	JMP     normback_32
+
+normback_8:
+	MOVQ    SI, DI
+	ADDQ    $0x08, DI
+	CMPQ    DI, BX
+	JG      normback_one
+	VMULPS  (CX)(SI*4), Y2, Y4
+	VMULPS  (DX)(SI*4), Y3, Y5
+	VSUBPS  Y5, Y4, Y4
+	VADDPS  (AX)(SI*4), Y4, Y4
+	VMOVUPS Y4, (AX)(SI*4)
+	ADDQ    $0x08, SI
+	JMP     normback_8
+
+normback_one:
+	CMPQ   SI, BX
+	JGE    normback_done
+	VMULSS (CX)(SI*4), X0, X2
+	VMULSS (DX)(SI*4), X1, X3
+	VSUBSS X3, X2, X2
+	VADDSS (AX)(SI*4), X2, X2
+	VMOVSS X2, (AX)(SI*4)
+	INCQ   SI
+	JMP    normback_one
+
+normback_done:
+	VZEROUPPER
+	RET
+
 // func mulProdAVX2(a *float32, x *float32, y *float32, n int)
 // Requires: AVX
 TEXT ·mulProdAVX2(SB), NOSPLIT, $0-32

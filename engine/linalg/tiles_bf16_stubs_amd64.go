@@ -178,6 +178,9 @@ func scaleMulAVX2(dst *float32, x *float32, w *float32, n int, s float32)
 // mulShiftAVX2 sets y[i] = a[i]·(y[i] − c) for i < n.
 func mulShiftAVX2(y *float32, a *float32, n int, c float32)
 
+// normBackAVX2 sets dx[i] += inv·dyg[i] − c·x[i] for i < n.
+func normBackAVX2(dx *float32, dyg *float32, x *float32, n int, inv float32, c float32)
+
 // mulProdAVX2 sets a[i] = a[i]·(x[i]·y[i]) for i < n.
 func mulProdAVX2(a *float32, x *float32, y *float32, n int)
 

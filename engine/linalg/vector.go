@@ -52,6 +52,16 @@ func MulShift(y, a []float32, c float32) {
 	mulSh(y, a, c)
 }
 
+// NormBack adds an RMSNorm row's input gradient to dx: dx[i] += inv·dyg[i] − c·x[i], each product and the
+// difference rounded to float32 in that order, as the scalar loop rounds them (dyg the output gradient
+// times the gains, inv the row's 1/rms, c = inv³·(dyg·x)/dim); dx, dyg and x must have the same length.
+func NormBack(dx, dyg, x []float32, inv, c float32) {
+	if len(dyg) != len(dx) || len(x) != len(dx) {
+		panic(fmt.Sprintf("linalg.NormBack: lengths %d, %d and %d differ", len(dx), len(dyg), len(x)))
+	}
+	normBk(dx, dyg, x, inv, c)
+}
+
 // Max returns the largest element of x (NaN if x holds one); x must not be empty.
 func Max(x []float32) float32 {
 	if len(x) == 0 {

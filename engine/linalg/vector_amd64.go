@@ -74,6 +74,13 @@ func useSIMDVectors() {
 		_ = a[len(y)-1]
 		mulShiftAVX2(&y[0], &a[0], len(y), c)
 	}
+	normBk = func(dx, dyg, x []float32, inv, c float32) {
+		if len(dx) == 0 {
+			return
+		}
+		_, _ = dyg[len(dx)-1], x[len(dx)-1]
+		normBackAVX2(&dx[0], &dyg[0], &x[0], len(dx), inv, c)
+	}
 	mulPr = func(a, x, y []float32) {
 		if len(a) == 0 {
 			return

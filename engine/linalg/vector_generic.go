@@ -56,6 +56,14 @@ func scaleMulGeneric(dst, x, g []float32, s float32) {
 	}
 }
 
+// normBackGeneric is the portable NormBack.
+func normBackGeneric(dx, dyg, x []float32, inv, c float32) {
+	dyg, x = dyg[:len(dx)], x[:len(dx)]
+	for i, v := range dyg {
+		dx[i] += inv*v - c*x[i]
+	}
+}
+
 // mulShiftGeneric is the portable MulShift.
 func mulShiftGeneric(y, a []float32, c float32) {
 	a = a[:len(y)]

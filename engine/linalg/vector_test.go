@@ -55,7 +55,7 @@ func TestDotShift(t *testing.T) {
 	}
 }
 
-// TestElementwiseRows: ScaleMul, MulShift, MulProd and SwiGLUGrad, exported (AVX2 where the CPU has it) and
+// TestElementwiseRows: ScaleMul, MulShift, NormBack, MulProd and SwiGLUGrad, exported (AVX2 where the CPU has it) and
 // portable, give the scalar loops' values bit for bit at every length around the vector widths, and write
 // nothing past their rows.
 func TestElementwiseRows(t *testing.T) {
@@ -77,8 +77,10 @@ func TestElementwiseRows(t *testing.T) {
 		a, x, y, s := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
 		c := float32(rng.Float64()*3 - 1.5)
 		wantScaled, wantShifted, wantProd := make([]float32, n), make([]float32, n), make([]float32, n)
-		wantG, wantU := make([]float32, n), make([]float32, n)
+		wantG, wantU, wantNorm := make([]float32, n), make([]float32, n), make([]float32, n)
+		inv := float32(rng.Float64() + 0.5)
 		for i := range n {
+			wantNorm[i] = s[i] + (inv*y[i] - c*x[i])
 			wantScaled[i] = x[i] * c * y[i]
 			wantShifted[i] = a[i] * (y[i] - c)
 			wantProd[i] = a[i] * (x[i] * y[i])
@@ -94,6 +96,11 @@ func TestElementwiseRows(t *testing.T) {
 			got := padded(y)
 			f(got[:n], a, c)
 			same(name, n, got, wantShifted)
+		}
+		for name, f := range map[string]func(dx, dyg, x []float32, inv, c float32){"NormBack": NormBack, "normBackGeneric": normBackGeneric} {
+			got := padded(s)
+			f(got[:n], y, x, inv, c)
+			same(name, n, got, wantNorm)
 		}
 		for name, f := range map[string]func(a, x, y []float32){"MulProd": MulProd, "mulProdGeneric": mulProdGeneric} {
 			got := padded(a)

@@ -175,26 +175,16 @@ func normGains(g []float32, off float32) []float32 {
 // rmsNormBack adds to dx the gradient through y = x·r·(off+g) given dy, and to dg (when non-nil)
 // Σ dy·x·r: dx = r·(dy·g') − x·r³·mean((dy·g')·x) with g' = off + g.
 func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int, off float32) {
-	g = g[:dim]
+	gains := normGains(g[:dim], off)
 	N := len(r)
 	linalg.ParallelRows(N, N*dim*6, func(lo, hi int) {
 		dyg := make([]float32, dim)
 		for t := lo; t < hi; t++ {
 			xr, dyr, dxr := x[t*dim:t*dim+dim], dy[t*dim:t*dim+dim], dx[t*dim:t*dim+dim]
-			if off == 0 {
-				for i, v := range g {
-					dyg[i] = dyr[i] * v
-				}
-			} else {
-				for i, v := range g {
-					dyg[i] = dyr[i] * (off + v)
-				}
-			}
+			linalg.ScaleMul(dyg, dyr, gains, 1) // dy·g': the product with 1 is exact
 			inv := r[t]
 			c := inv * inv * inv * linalg.Dot(dyg, xr) / float32(dim)
-			for i, v := range dyg {
-				dxr[i] += inv*v - c*xr[i]
-			}
+			linalg.NormBack(dxr, dyg, xr, inv, c)
 		}
 	})
 	if dg == nil {

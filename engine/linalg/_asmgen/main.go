@@ -50,6 +50,7 @@ func main() {
 	dotShift()
 	scaleMul()
 	mulShift()
+	normBack()
 	mulProd()
 	swigluGrad()
 	packPairs()

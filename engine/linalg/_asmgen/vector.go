@@ -138,6 +138,42 @@ func mulShift() {
 	})
 }
 
+// normBack writes normBackAVX2, an RMSNorm row's input gradient: dx[i] += inv·dyg[i] − c·x[i], each
+// product and the difference rounded to float32 in that order, as the scalar loop computes it (dyg the
+// output gradient times the gains, inv the row's 1/rms, c = inv³·(dyg·x)/dim).
+func normBack() {
+	TEXT("normBackAVX2", NOSPLIT, "func(dx, dyg, x *float32, n int, inv, c float32)")
+	Doc("normBackAVX2 sets dx[i] += inv·dyg[i] − c·x[i] for i < n.")
+	dx := Load(Param("dx"), GP64())
+	dyg := Load(Param("dyg"), GP64())
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	invs := Load(Param("inv"), XMM())
+	cs := Load(Param("c"), XMM())
+	invv, cv := YMM(), YMM()
+	VBROADCASTSS(invs, invv)
+	VBROADCASTSS(cs, cv)
+	i := GP64()
+	XORQ(i, i)
+	elementwise("normback", n, i, func(disp int, vec func() reg.VecVirtual, one bool) {
+		at := func(base reg.Register) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		d, t := vec(), vec()
+		if one {
+			VMULSS(at(dyg), invs, d)
+			VMULSS(at(x), cs, t)
+			VSUBSS(t, d, d)
+			VADDSS(at(dx), d, d)
+			VMOVSS(d, at(dx))
+			return
+		}
+		VMULPS(at(dyg), invv, d)
+		VMULPS(at(x), cv, t)
+		VSUBPS(t, d, d)
+		VADDPS(at(dx), d, d)
+		VMOVUPS(d, at(dx))
+	})
+}
+
 // elementwise writes an AVX2 loop over n float32 values, 32 an iteration, then 8, then one: body emits the
 // operations on one vector of values at byte offset disp of every array (idx: the value index register),
 // with YMM vectors or, for the single values at the end, XMM ones holding one value.
