@@ -107,8 +107,8 @@ func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, ld
 }
 
 // RoundedRows reports whether SgemmPackedPairsRounded takes rows of k values rounded ahead
-// (RoundRowBF16): where the pair products multiply rows as stored (VDPBF16PS; AMX's tiles want them laid
-// out otherwise) and k is one block of the contraction (2,048 values at most).
+// (RoundRowBF16): where there are pair products and k is one block of their contraction (2,048 values at
+// most).
 func RoundedRows(k int) bool { return roundedRows(k) }
 
 // RoundedStride is the stride, in values, of rows of k values rounded for SgemmPackedPairsRounded: k rounded
@@ -119,23 +119,26 @@ func RoundedStride(k int) int { return (k + 31) / 32 * 32 }
 // rows in blocks of 32, so m rounded up to 32 rows of RoundedStride(k).
 func RoundedLen(m, k int) int { return (m + 31) / 32 * 32 * RoundedStride(k) }
 
-// RoundRowBF16 rounds src, a row of A, to bfloat16 into dst[:RoundedStride(len(src))], zeros past its end:
-// one row of SgemmPackedPairsRounded's rounded A, as the product would round it.
-func RoundRowBF16(dst []uint16, src []float32) {
-	ld := RoundedStride(len(src))
+// RoundRowBF16 rounds src, row i of A, to bfloat16 into rounded (RoundedLen values for A's rows), where
+// SgemmPackedPairsRounded reads it, as the product would round it, zeros past its end: in a row of
+// RoundedStride(len(src)) values at rounded[i·RoundedStride:], or, for AMX's tiles, in their order (each
+// block of 32 rows a step of 32 values at a time; the block's place is the same).
+func RoundRowBF16(rounded []uint16, i int, src []float32) {
 	if roundRow != nil {
-		roundRow(dst[:ld], src)
+		roundRow(rounded, i, src)
 		return
 	}
+	ld := RoundedStride(len(src))
+	dst := rounded[i*ld : (i+1)*ld]
 	RoundBF16(dst, src)
-	clear(dst[len(src):ld])
+	clear(dst[len(src):])
 }
 
 // roundRow is RoundRowBF16's vector version (pairs_amd64.go).
-var roundRow func(dst []uint16, src []float32)
+var roundRow func(rounded []uint16, i int, src []float32)
 
-// SgemmPackedPairsRounded is SgemmPackedPairs with A's rows rounded to bfloat16 already (row i at
-// rounded[i·RoundedStride(k):], RoundRowBF16, RoundedLen(m, k) values): a producer that rounds its
+// SgemmPackedPairsRounded is SgemmPackedPairs with A's rows rounded to bfloat16 already (RoundRowBF16,
+// RoundedLen(m, k) values): a producer that rounds its
 // rows as it writes them, while they are in cache, spares the product reading A from memory to round it —
 // once for each product that multiplies the same rows (a layer's q, k and v; gate and up). The sums are
 // SgemmPackedPairs', bit for bit. Where RoundedRows(k) says no, rounded is not read and a is rounded as

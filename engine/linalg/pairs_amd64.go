@@ -41,7 +41,14 @@ func init() {
 	}
 	pairProducts = sgemmPairs
 	pairPanelT = panelT
-	roundRow = func(dst []uint16, src []float32) { roundSteps(dst, src, 32) }
+	roundRow = func(rounded []uint16, i int, src []float32) {
+		ld := RoundedStride(len(src))
+		if pairTiledA { // block i/32 in place, row i%32 of each step's 32 × 32 values
+			roundSteps(rounded[i/32*32*ld+i%32*32:], src, 32*32)
+			return
+		}
+		roundSteps(rounded[i*ld:(i+1)*ld], src, 32)
+	}
 	// The products in bfloat16 are on by default where they pay: AMX's tiles always, VDPBF16PS where it
 	// outruns the float32 FMAs on this core (dotOutrunsFMA: AMD's, not Intel's). Elsewhere they stay for
 	// SetBF16Train/SetBF16Dot to turn on, and every product goes through the float32 kernels, whose
@@ -81,7 +88,7 @@ type pairCall struct {
 var amxPeakTiles [2048]uint16
 
 // roundedRows is RoundedRows on amd64.
-func roundedRows(k int) bool { return pairProducts != nil && !pairTiledA && k <= pairBlockSteps*32 }
+func roundedRows(k int) bool { return pairProducts != nil && k <= pairBlockSteps*32 }
 
 // pairTiledA lays A out for the tile loads (amxPanel): each block's 32 rows of a step's 32 values are 2 KiB
 // in a row, the steps of a block one after another, so the tiles read A as a sequential stream.

@@ -126,13 +126,12 @@ func testPairs(t *testing.T) {
 						check("SgemmPackedPairs", c0)
 						// A's rows rounded ahead (RoundRowBF16), NaN past the m rows the product may read but not
 						// store: the same sums, bit for bit.
-						ld := RoundedStride(k)
 						rounded := make([]uint16, RoundedLen(m, k))
 						for i := range rounded {
 							rounded[i] = 0x7fc0
 						}
 						for i := range m {
-							RoundRowBF16(rounded[i*ld:], a[i*lda:i*lda+k])
+							RoundRowBF16(rounded, i, a[i*lda:i*lda+k])
 						}
 						SgemmPackedPairsRounded(m, ab[0], a, lda, rounded, p, ab[1], c1, ldc)
 						for i := range c1 {

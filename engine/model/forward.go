@@ -508,8 +508,8 @@ var roundAhead = true
 // rounded is the pass's buffer for a producer's rows of k values rounded to bfloat16 as it writes them, for
 // the products with the base that multiply them: the attention norm's rows for q, k and v, the MLP norm's for
 // gate and up (rmsNormRounding), the gated activation's for down (gatedActivation). nil where those
-// products would not take them: a decoding step, a base not held in the pair layout, the pair products' tiled
-// rows on AMX, more than one block of k (linalg.RoundedRows). Each product rounding its rows itself read
+// products would not take them: a decoding step, a base not held in the pair layout, more than one block of
+// k (linalg.RoundedRows). Each product rounding its rows itself read
 // them back from memory, three times for q, k and v and twice for gate and up: a 135M training pass's
 // forward (`BenchmarkForwardRounded`) went 808 → 771 ms with the norms rounding and then 918 → 821 with the
 // activation too, on a Zen 4 EPYC whose speed moved between the two. One buffer serves every layer, its N

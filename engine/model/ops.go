@@ -113,12 +113,11 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 }
 
 // rmsNormRounding is rmsNormTo that also rounds each row of y to bfloat16 into y16 as it writes it
-// (linalg.RoundRowBF16, rows linalg.RoundedStride(dim) apart; nil: not), for the products that multiply y
+// (linalg.RoundRowBF16; nil: not), for the products that multiply y
 // (Pass.rounded).
 func rmsNormRounding(y []float32, y16 []uint16, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	g = g[:dim]
 	gains := normGains(g, off)
-	ld := linalg.RoundedStride(dim)
 	linalg.ParallelRows(len(r), len(r)*dim*3, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			xr := x[t*dim : t*dim+dim]
@@ -136,7 +135,7 @@ func rmsNormRounding(y []float32, y16 []uint16, x, g, r, cp []float32, dim int, 
 				copy(cp[t*dim:t*dim+dim], xr)
 			}
 			if y16 != nil {
-				linalg.RoundRowBF16(y16[t*ld:(t+1)*ld], yr)
+				linalg.RoundRowBF16(y16, t, yr)
 			}
 		}
 	})
@@ -205,14 +204,14 @@ func rmsNormBack(dx, dg, dy, x, g, r []float32, dim int, off float32) {
 // swiglu writes a = silu(g)·u = g·σ(g)·u over rows of width w (σ computed into a first, vectorised in
 // linalg, one row at a time so the row stays in L1).
 func swiglu(a []float32, a16 []uint16, g, u []float32, w int) {
-	rows, ld := len(g)/w, linalg.RoundedStride(w)
+	rows := len(g) / w
 	linalg.ParallelRows(rows, len(g)*8, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
 			linalg.Sigmoid(ar, gr)
 			linalg.MulProd(ar, gr, ur)
 			if a16 != nil {
-				linalg.RoundRowBF16(a16[t*ld:(t+1)*ld], ar)
+				linalg.RoundRowBF16(a16, t, ar)
 			}
 		}
 	})
@@ -288,7 +287,7 @@ const (
 
 // geglu writes a = gelu_tanh(g)·u over rows of width w (σ(2z) computed into a first).
 func geglu(a []float32, a16 []uint16, g, u []float32, w int) {
-	rows, ld := len(g)/w, linalg.RoundedStride(w)
+	rows := len(g) / w
 	linalg.ParallelRows(rows, len(g)*12, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			ar, gr, ur := a[t*w:t*w+w], g[t*w:t*w+w], u[t*w:t*w+w]
@@ -298,7 +297,7 @@ func geglu(a []float32, a16 []uint16, g, u []float32, w int) {
 			linalg.Sigmoid(ar, ar)
 			linalg.MulProd(ar, gr, ur)
 			if a16 != nil {
-				linalg.RoundRowBF16(a16[t*ld:(t+1)*ld], ar)
+				linalg.RoundRowBF16(a16, t, ar)
 			}
 		}
 	})
