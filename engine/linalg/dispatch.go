@@ -10,6 +10,7 @@ var (
 	scMul     = scaleMulGeneric
 	mulSh     = mulShiftGeneric
 	normBk    = normBackGeneric
+	rotHalf   = rotateHalfGeneric
 	mulPr     = mulProdGeneric
 	swigluGr  = swigluGradGeneric
 	expSum    = expSumGeneric

@@ -7050,6 +7050,90 @@ normback_done:
 	VZEROUPPER
 	RET
 
+// func rotateHalfAVX2(x *float32, cs *float32, sn *float32, heads int, half int)
+// Requires: AVX
+TEXT ·rotateHalfAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), AX
+	MOVQ cs+8(FP), CX
+	MOVQ sn+16(FP), DX
+	MOVQ heads+24(FP), BX
+	MOVQ half+32(FP), SI
+
+rotateHalfAVX2_head:
+	TESTQ BX, BX
+	JZ    rotateHalfAVX2_done
+	LEAQ  (AX)(SI*4), DI
+	XORQ  R8, R8
+
+rotateHalfAVX2_8:
+	CMPQ    R8, SI
+	JGE     rotateHalfAVX2_next
+	VMOVUPS (AX)(R8*4), Y0
+	VMOVUPS (DI)(R8*4), Y1
+	VMOVUPS (CX)(R8*4), Y2
+	VMOVUPS (DX)(R8*4), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VMULPS  Y2, Y1, Y1
+	VMULPS  Y3, Y0, Y0
+	VSUBPS  Y5, Y4, Y4
+	VADDPS  Y0, Y1, Y1
+	VMOVUPS Y4, (AX)(R8*4)
+	VMOVUPS Y1, (DI)(R8*4)
+	ADDQ    $0x08, R8
+	JMP     rotateHalfAVX2_8
+
+rotateHalfAVX2_next:
+	LEAQ (DI)(SI*4), AX
+	DECQ BX
+	JMP  rotateHalfAVX2_head
+
+rotateHalfAVX2_done:
+	VZEROUPPER
+	RET
+
+// func rotateHalfInvAVX2(x *float32, cs *float32, sn *float32, heads int, half int)
+// Requires: AVX
+TEXT ·rotateHalfInvAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), AX
+	MOVQ cs+8(FP), CX
+	MOVQ sn+16(FP), DX
+	MOVQ heads+24(FP), BX
+	MOVQ half+32(FP), SI
+
+rotateHalfInvAVX2_head:
+	TESTQ BX, BX
+	JZ    rotateHalfInvAVX2_done
+	LEAQ  (AX)(SI*4), DI
+	XORQ  R8, R8
+
+rotateHalfInvAVX2_8:
+	CMPQ    R8, SI
+	JGE     rotateHalfInvAVX2_next
+	VMOVUPS (AX)(R8*4), Y0
+	VMOVUPS (DI)(R8*4), Y1
+	VMOVUPS (CX)(R8*4), Y2
+	VMOVUPS (DX)(R8*4), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VMULPS  Y2, Y1, Y1
+	VMULPS  Y3, Y0, Y0
+	VADDPS  Y5, Y4, Y4
+	VSUBPS  Y0, Y1, Y1
+	VMOVUPS Y4, (AX)(R8*4)
+	VMOVUPS Y1, (DI)(R8*4)
+	ADDQ    $0x08, R8
+	JMP     rotateHalfInvAVX2_8
+
+rotateHalfInvAVX2_next:
+	LEAQ (DI)(SI*4), AX
+	DECQ BX
+	JMP  rotateHalfInvAVX2_head
+
+rotateHalfInvAVX2_done:
+	VZEROUPPER
+	RET
+
 // func mulProdAVX2(a *float32, x *float32, y *float32, n int)
 // Requires: AVX
 TEXT ·mulProdAVX2(SB), NOSPLIT, $0-32

@@ -181,6 +181,14 @@ func mulShiftAVX2(y *float32, a *float32, n int, c float32)
 // normBackAVX2 sets dx[i] += inv·dyg[i] − c·x[i] for i < n.
 func normBackAVX2(dx *float32, dyg *float32, x *float32, n int, inv float32, c float32)
 
+// rotateHalfAVX2 rotates heads consecutive heads of 2·half values at x (half a multiple of 8), cs and sn
+// holding half cosines and sines.
+func rotateHalfAVX2(x *float32, cs *float32, sn *float32, heads int, half int)
+
+// rotateHalfInvAVX2 applies the inverse rotation to heads consecutive heads of 2·half values at x (half a multiple of 8), cs and sn
+// holding half cosines and sines.
+func rotateHalfInvAVX2(x *float32, cs *float32, sn *float32, heads int, half int)
+
 // mulProdAVX2 sets a[i] = a[i]·(x[i]·y[i]) for i < n.
 func mulProdAVX2(a *float32, x *float32, y *float32, n int)
 

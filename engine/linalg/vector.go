@@ -62,6 +62,18 @@ func NormBack(dx, dyg, x []float32, inv, c float32) {
 	normBk(dx, dyg, x, inv, c)
 }
 
+// RotateHalf applies rotary embeddings in the rotate-half layout to heads consecutive heads of x, each of
+// 2·len(sin) values: its halves lo and hi become lo·cos − hi·sin and hi·cos + lo·sin (inverse, the backward
+// pass: lo·cos + hi·sin and hi·cos − lo·sin), each product rounded to float32 before the sum, as the scalar
+// loop rounds them; cos and sin have the same length, x at least heads·2·len(sin) values.
+func RotateHalf(x []float32, heads int, cos, sin []float32, inverse bool) {
+	if len(cos) != len(sin) || len(x) < heads*2*len(sin) {
+		panic(fmt.Sprintf("linalg.RotateHalf: %d values for %d heads of %d, %d cosines and %d sines", len(x), heads,
+			2*len(sin), len(cos), len(sin)))
+	}
+	rotHalf(x[:heads*2*len(sin)], heads, cos, sin, inverse)
+}
+
 // Max returns the largest element of x (NaN if x holds one); x must not be empty.
 func Max(x []float32) float32 {
 	if len(x) == 0 {

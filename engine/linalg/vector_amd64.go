@@ -81,6 +81,19 @@ func useSIMDVectors() {
 		_, _ = dyg[len(dx)-1], x[len(dx)-1]
 		normBackAVX2(&dx[0], &dyg[0], &x[0], len(dx), inv, c)
 	}
+	rotHalf = func(x []float32, heads int, cs, sn []float32, inverse bool) {
+		h := len(sn)
+		if h%8 != 0 || heads == 0 || h == 0 {
+			rotateHalfGeneric(x, heads, cs, sn, inverse)
+			return
+		}
+		_, _ = x[heads*2*h-1], cs[h-1]
+		if inverse {
+			rotateHalfInvAVX2(&x[0], &cs[0], &sn[0], heads, h)
+		} else {
+			rotateHalfAVX2(&x[0], &cs[0], &sn[0], heads, h)
+		}
+	}
 	mulPr = func(a, x, y []float32) {
 		if len(a) == 0 {
 			return

@@ -64,6 +64,28 @@ func normBackGeneric(dx, dyg, x []float32, inv, c float32) {
 	}
 }
 
+// rotateHalfGeneric is the portable RotateHalf.
+func rotateHalfGeneric(x []float32, heads int, cs, sn []float32, inverse bool) {
+	h := len(sn)
+	cs = cs[:h]
+	for hd := range heads {
+		lo, hi := x[hd*2*h:hd*2*h+h], x[hd*2*h+h:hd*2*h+2*h]
+		if inverse {
+			for i, s := range sn {
+				a, b, c := lo[i], hi[i], cs[i]
+				lo[i] = a*c + b*s
+				hi[i] = b*c - a*s
+			}
+			continue
+		}
+		for i, s := range sn {
+			a, b, c := lo[i], hi[i], cs[i]
+			lo[i] = a*c - b*s
+			hi[i] = b*c + a*s
+		}
+	}
+}
+
 // mulShiftGeneric is the portable MulShift.
 func mulShiftGeneric(y, a []float32, c float32) {
 	a = a[:len(y)]

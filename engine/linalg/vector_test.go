@@ -168,3 +168,37 @@ func TestVectorLengthMismatchPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestRotateHalf: RotateHalf (AVX2 where the CPU has it, for halves a multiple of 8) gives the scalar
+// loop's values bit for bit, both ways, and writes nothing past its heads.
+func TestRotateHalf(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, half := range []int{4, 8, 12, 32, 64, 128} {
+		for _, heads := range []int{1, 3, 9} {
+			for _, inverse := range []bool{false, true} {
+				x := randSlice(rng, heads*2*half+1)
+				cs, sn := randSlice(rng, half), randSlice(rng, half)
+				want := append([]float32(nil), x...)
+				for hd := range heads {
+					lo, hi := want[hd*2*half:], want[hd*2*half+half:]
+					for i := range half {
+						a, b := lo[i], hi[i]
+						if inverse {
+							lo[i], hi[i] = a*cs[i]+b*sn[i], b*cs[i]-a*sn[i]
+						} else {
+							lo[i], hi[i] = a*cs[i]-b*sn[i], b*cs[i]+a*sn[i]
+						}
+					}
+				}
+				got := append([]float32(nil), x...)
+				RotateHalf(got, heads, cs, sn, inverse)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("half %d, %d heads, inverse %v: [%d] = %v, want %v", half, heads, inverse, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

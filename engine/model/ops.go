@@ -80,24 +80,7 @@ func (t *ropeTable) applyRows(q, k []float32, qHeads, kHeads int, pos []int, inv
 // x'[i] = x[i]·cos − x[i+h]·sin, x'[i+h] = x[i+h]·cos + x[i]·sin. inverse applies the transpose.
 func (t *ropeTable) apply(row []float32, heads, pos int, inverse bool) {
 	h := t.half
-	cs, sn := t.cos[pos*h:pos*h+h], t.sin[pos*h:pos*h+h]
-	for hd := 0; hd < heads; hd++ {
-		lo, hi := row[hd*2*h:hd*2*h+h], row[hd*2*h+h:hd*2*h+2*h]
-		lo, hi, cs := lo[:len(sn)], hi[:len(sn)], cs[:len(sn)]
-		if inverse {
-			for i, s := range sn {
-				a, b, c := lo[i], hi[i], cs[i]
-				lo[i] = a*c + b*s
-				hi[i] = b*c - a*s
-			}
-			continue
-		}
-		for i, s := range sn {
-			a, b, c := lo[i], hi[i], cs[i]
-			lo[i] = a*c - b*s
-			hi[i] = b*c + a*s
-		}
-	}
+	linalg.RotateHalf(row, heads, t.cos[pos*h:pos*h+h], t.sin[pos*h:pos*h+h], inverse)
 }
 
 // rmsNorm writes y = x·r·g per row with r = 1/sqrt(mean(x²)+eps) and records r per row. When cp is not nil

@@ -51,6 +51,7 @@ func main() {
 	scaleMul()
 	mulShift()
 	normBack()
+	rotateHalf()
 	mulProd()
 	swigluGrad()
 	packPairs()

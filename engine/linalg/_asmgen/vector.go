@@ -174,6 +174,65 @@ func normBack() {
 	})
 }
 
+// rotateHalf writes rotateHalfAVX2 and rotateHalfInvAVX2, rotary embeddings in the rotate-half layout over
+// the heads of one row: for each head's halves lo and hi of half values (a multiple of 8), lo' = lo·cos −
+// hi·sin and hi' = hi·cos + lo·sin (the inverse, the backward pass: lo' = lo·cos + hi·sin, hi' = hi·cos −
+// lo·sin), each product rounded to float32 before the sum, as the scalar loop computes them.
+func rotateHalf() {
+	for _, inverse := range []bool{false, true} {
+		name, doc := "rotateHalfAVX2", "rotates"
+		if inverse {
+			name, doc = "rotateHalfInvAVX2", "applies the inverse rotation to"
+		}
+		TEXT(name, NOSPLIT, "func(x, cs, sn *float32, heads, half int)")
+		Doc(name+" "+doc+" heads consecutive heads of 2·half values at x (half a multiple of 8), cs and sn",
+			"holding half cosines and sines.")
+		x := Load(Param("x"), GP64())
+		cs := Load(Param("cs"), GP64())
+		sn := Load(Param("sn"), GP64())
+		heads := Load(Param("heads"), GP64())
+		half := Load(Param("half"), GP64())
+		hi := GP64()
+		i := GP64()
+		Label(name + "_head")
+		TESTQ(heads, heads)
+		JZ(LabelRef(name + "_done"))
+		LEAQ(Mem{Base: x, Index: half, Scale: 4}, hi)
+		XORQ(i, i)
+		Label(name + "_8")
+		CMPQ(i, half)
+		JGE(LabelRef(name + "_next"))
+		a, b, c, s := YMM(), YMM(), YMM(), YMM()
+		ac, bs, bc, as := YMM(), YMM(), YMM(), YMM()
+		VMOVUPS(Mem{Base: x, Index: i, Scale: 4}, a)
+		VMOVUPS(Mem{Base: hi, Index: i, Scale: 4}, b)
+		VMOVUPS(Mem{Base: cs, Index: i, Scale: 4}, c)
+		VMOVUPS(Mem{Base: sn, Index: i, Scale: 4}, s)
+		VMULPS(c, a, ac)
+		VMULPS(s, b, bs)
+		VMULPS(c, b, bc)
+		VMULPS(s, a, as)
+		if inverse {
+			VADDPS(bs, ac, ac) // a·c + b·s
+			VSUBPS(as, bc, bc) // b·c − a·s
+		} else {
+			VSUBPS(bs, ac, ac) // a·c − b·s
+			VADDPS(as, bc, bc) // b·c + a·s
+		}
+		VMOVUPS(ac, Mem{Base: x, Index: i, Scale: 4})
+		VMOVUPS(bc, Mem{Base: hi, Index: i, Scale: 4})
+		ADDQ(Imm(8), i)
+		JMP(LabelRef(name + "_8"))
+		Label(name + "_next")
+		LEAQ(Mem{Base: hi, Index: half, Scale: 4}, x)
+		DECQ(heads)
+		JMP(LabelRef(name + "_head"))
+		Label(name + "_done")
+		VZEROUPPER()
+		RET()
+	}
+}
+
 // elementwise writes an AVX2 loop over n float32 values, 32 an iteration, then 8, then one: body emits the
 // operations on one vector of values at byte offset disp of every array (idx: the value index register),
 // with YMM vectors or, for the single values at the end, XMM ones holding one value.
