@@ -124,12 +124,12 @@ func exerciseRest(t *testing.T, api *apiClient, svc *service, rl rlSummary) {
 	}
 
 	ckpts := "/preview/models/" + rl.ModelID + "/checkpoints"
-	code, page := api.call("GET", ckpts+"?order=asc&limit=3", nil, true)
+	code, page := api.call("GET", ckpts+"?order=asc&limit=4", nil, true)
 	first, _ := page["data"].([]any)
-	if code != 200 || len(first) != 3 || page["has_more"] != true {
+	if code != 200 || len(first) != 4 || page["has_more"] != true {
 		t.Fatalf("first page of checkpoints = %d %v", code, page)
 	}
-	code, page = api.call("GET", ckpts+"?order=asc&limit=3&after="+page["last_id"].(string), nil, true)
+	code, page = api.call("GET", ckpts+"?order=asc&limit=4&after="+page["last_id"].(string), nil, true)
 	rest, _ := page["data"].([]any)
 	if code != 200 || page["has_more"] != false {
 		t.Errorf("second page of checkpoints = %d %v; want the last one", code, page)
@@ -142,8 +142,8 @@ func exerciseRest(t *testing.T, api *apiClient, svc *service, rl rlSummary) {
 			t.Errorf("checkpoint %d = %v; want step %d with the val/reward rl-toy logged", i, c, i+1)
 		}
 	}
-	if len(all) != 6 {
-		t.Errorf("%d checkpoints over two pages, want 6", len(all))
+	if len(all) != 8 {
+		t.Errorf("%d checkpoints over two pages, want 8", len(all))
 	}
 
 	chat := map[string]any{"model": rl.Model + ":step4", "messages": []any{map[string]any{"role": "user", "content": "What is 4+3?"}},
@@ -184,7 +184,7 @@ func exerciseRest(t *testing.T, api *apiClient, svc *service, rl rlSummary) {
 		t.Errorf("delete checkpoints 1 and 99 = %d %v", code, del)
 	}
 	code, gone := api.call("DELETE", "/preview/models/"+rl.ModelID, nil, true)
-	if code != 200 || gone["deleted_checkpoints"] != 5.0 {
-		t.Errorf("delete the RL model = %d %v; want its 5 remaining checkpoints deleted", code, gone)
+	if code != 200 || gone["deleted_checkpoints"] != 7.0 {
+		t.Errorf("delete the RL model = %d %v; want its 7 remaining checkpoints deleted", code, gone)
 	}
 }

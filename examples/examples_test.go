@@ -95,16 +95,16 @@ func runExample(t *testing.T, bin, name string, api *apiClient, summary any, arg
 	return string(out)
 }
 
-// runRL runs six RL steps with the example's default hyperparameters and
+// runRL runs eight RL steps with the example's default hyperparameters and
 // checks the held-out reward rises.
 func runRL(t *testing.T, bin string, api *apiClient) rlSummary {
 	var s rlSummary
-	out := runExample(t, bin, "rl-toy", api, &s, "-name", "rl-test", "-task", "three-words", "-steps", "6",
+	out := runExample(t, bin, "rl-toy", api, &s, "-name", "rl-test", "-task", "three-words", "-steps", "8",
 		"-prompts", "16", "-group-size", "8", "-val-prompts", "16", "-learning-rate", "3e-3", "-seed", "1")
-	if len(s.ValReward) != 7 || len(s.JobIDs) != 6 || len(s.TrainReward) != 6 {
-		t.Fatalf("rl-toy summary has %d rewards and %d jobs, want 7 and 6: %+v", len(s.ValReward), len(s.JobIDs), s)
+	if len(s.ValReward) != 9 || len(s.JobIDs) != 8 || len(s.TrainReward) != 8 {
+		t.Fatalf("rl-toy summary has %d rewards and %d jobs, want 9 and 8: %+v", len(s.ValReward), len(s.JobIDs), s)
 	}
-	if want := []int{0, 1, 2, 3, 4, 5, 6}; fmt.Sprint(s.Steps) != fmt.Sprint(want) {
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}; fmt.Sprint(s.Steps) != fmt.Sprint(want) {
 		t.Errorf("checkpoint steps %v, want %v", s.Steps, want)
 	}
 	// The sampling seeds are fixed, the adapter's random initialisation
@@ -112,12 +112,16 @@ func runRL(t *testing.T, bin string, api *apiClient) rlSummary {
 	// (±0.04). Step 0 is 0.430 every run (0.344 before the sampler walked
 	// the vocabulary in id order: the same distribution, another token for a
 	// given seed); after four steps the better of steps 3 and 4 was
-	// 0.53–0.71 in 5 runs, too close to a rise of 0.15 to assert it, so
-	// the test trains six steps and takes the better of steps 5 and 6 (RL
-	// can dip for a step): 0.70–0.80 in 4 runs.
-	first, best := s.ValReward[0], max(s.ValReward[5], s.ValReward[6])
+	// 0.53–0.71 in 5 runs, too close to a rise of 0.15 to assert it. Six
+	// steps (the better of steps 5 and 6, as RL can dip for a step) read
+	// 0.70–0.80 in 4 runs, then 0.555–0.883 in 8 more on an Emerald Rapids
+	// Xeon, where 0.555 failed CI: the adapter's initialisation is the
+	// spread, not the code (the same run before and after a change that
+	// moved no value by a bit spread as widely). Eight steps, the better of
+	// steps 7 and 8: 0.773–0.984 in 7 runs.
+	first, best := s.ValReward[0], max(s.ValReward[7], s.ValReward[8])
 	if best < first+0.15 {
-		t.Errorf("held-out reward %.3f at step 0, at best %.3f at steps 5-6; want a rise of at least 0.15 (curve %v)", first, best, s.ValReward)
+		t.Errorf("held-out reward %.3f at step 0, at best %.3f at steps 7-8; want a rise of at least 0.15 (curve %v)", first, best, s.ValReward)
 	}
 	for _, line := range []string{"training started: 1 gradient step(s)", "1/1  loss=", "COMPLETED, step 1/1", "held-out reward per checkpoint step"} {
 		if !strings.Contains(out, line) {
