@@ -138,11 +138,10 @@ func RoundRowBF16(rounded []uint16, i int, src []float32) {
 var roundRow func(rounded []uint16, i int, src []float32)
 
 // SgemmPackedPairsRounded is SgemmPackedPairs with A's rows rounded to bfloat16 already (RoundRowBF16,
-// RoundedLen(m, k) values): a producer that rounds its
-// rows as it writes them, while they are in cache, spares the product reading A from memory to round it —
-// once for each product that multiplies the same rows (a layer's q, k and v; gate and up). The sums are
-// SgemmPackedPairs', bit for bit. Where RoundedRows(k) says no, rounded is not read and a is rounded as
-// SgemmPackedPairs rounds it.
+// RoundedLen(m, k) values): a producer that rounds its rows as it writes them, while they are in cache,
+// spares the product reading A from memory to round it — once for each product that multiplies the same
+// rows (a layer's q, k and v; gate and up). The sums are SgemmPackedPairs', bit for bit. Where
+// RoundedRows(k) says no, rounded is not read and a is rounded as SgemmPackedPairs rounds it.
 func SgemmPackedPairsRounded(m int, alpha float32, a []float32, lda int, rounded []uint16, p *PackedPairs,
 	beta float32, c []float32, ldc int) {
 	if !RoundedRows(p.k) || m <= 0 || alpha == 0 {

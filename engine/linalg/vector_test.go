@@ -55,9 +55,9 @@ func TestDotShift(t *testing.T) {
 	}
 }
 
-// TestElementwiseRows: ScaleMul, MulShift, NormBack, MulProd and SwiGLUGrad, exported (AVX2 where the CPU has it) and
-// portable, give the scalar loops' values bit for bit at every length around the vector widths, and write
-// nothing past their rows.
+// TestElementwiseRows: ScaleMul, MulShift, NormBack, MulProd and SwiGLUGrad, exported (AVX2 where the CPU
+// has it) and portable, give the scalar loops' values bit for bit at every length around the vector widths,
+// and write nothing past their rows.
 func TestElementwiseRows(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(41, 42))
