@@ -509,11 +509,13 @@ var roundAhead = true
 // the products with the base that multiply them: the attention norm's rows for q, k and v, the MLP norm's for
 // gate and up (rmsNormRounding), the gated activation's for down (gatedActivation). nil where those
 // products would not take them: a decoding step, a base not held in the pair layout, more than one block of
-// k (linalg.RoundedRows). Each product rounding its rows itself read
-// them back from memory, three times for q, k and v and twice for gate and up: a 135M training pass's
-// forward (`BenchmarkForwardRounded`) went 808 → 771 ms with the norms rounding and then 918 → 821 with the
-// activation too, on a Zen 4 EPYC whose speed moved between the two. One buffer serves every layer, its N
-// rows rounded up to 32 (the products read whole blocks): 3.9 MB for 1,280 rows of 1,536 (RoundedRowsBytes).
+// k (linalg.RoundedRows). Each product rounding its rows itself read them back from memory, three times for
+// q, k and v and twice for gate and up: a 135M training pass's forward (`BenchmarkForwardRounded`) went
+// 808 → 771 ms with the norms rounding and then 918 → 821 with the activation too, on a Zen 4 EPYC whose
+// speed moved between the two, and 594 → 537 ms (medians) on an Emerald Rapids Xeon's AMX tiles, whose
+// rows the products had rounded themselves until RoundRowBF16 learnt their order. One buffer serves every
+// layer, its N rows rounded up to 32 (the products read whole blocks): 3.9 MB for 1,280 rows of 1,536
+// (RoundedRowsBytes).
 func (p *Pass) rounded(k int) []uint16 {
 	if !roundAhead || p.decode != nil || !linalg.RoundedRows(k) || p.w.Layers[0].W[ModQ].pairs == nil {
 		return nil

@@ -96,8 +96,7 @@ func rmsNormTo(y, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 }
 
 // rmsNormRounding is rmsNormTo that also rounds each row of y to bfloat16 into y16 as it writes it
-// (linalg.RoundRowBF16; nil: not), for the products that multiply y
-// (Pass.rounded).
+// (linalg.RoundRowBF16; nil: not), for the products that multiply y (Pass.rounded).
 func rmsNormRounding(y []float32, y16 []uint16, x, g, r, cp []float32, dim int, eps, off float32, add bool) {
 	g = g[:dim]
 	gains := normGains(g, off)
