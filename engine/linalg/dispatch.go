@@ -35,10 +35,10 @@ var (
 	// on the other; skinny_amd64.go) and reports true, or reports false for any other product.
 	skinny func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
 		beta float32, c []float32, ldc int) bool
-	// outers, when set, takes AddOuters' products together and reports true, or reports false (AVX2's sweep
+	// outers, when set, takes AddOuters' products together and reports true, or reports false (the sweep
 	// kernels, skinny_amd64.go).
 	outers func(k, n int, x []float32, ldx int, parts []OuterPart) bool
-	// multT, when set, takes MulTParts' products together and reports true, or reports false (AVX2's skinny
+	// multT, when set, takes MulTParts' products together and reports true, or reports false (the skinny
 	// kernels).
 	multT func(m, k int, x []float32, ldx int, parts []TPart) bool
 )

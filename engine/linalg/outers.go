@@ -12,8 +12,8 @@ type OuterPart struct {
 
 // AddOuters adds Alpha·Uᵀ·X to every part's C, X (k × n, stride ldx) being common to them: the A gradients of
 // the adapters on projections that read one input (a layer's q, k and v, or its gate and up). Each part's C
-// is bit for bit what Sgemm(true, false, Rows, n, k, Alpha, U, LDU, x, ldx, 1, C, LDC) leaves; where AVX2's
-// sweep kernels take them, X is read once for all of them instead of once a part.
+// is bit for bit what Sgemm(true, false, Rows, n, k, Alpha, U, LDU, x, ldx, 1, C, LDC) leaves; where the
+// sweep kernels take them (AVX2, AVX-512), X is read once for all of them instead of once a part.
 func AddOuters(k, n int, x []float32, ldx int, parts []OuterPart) {
 	if len(parts) == 0 {
 		return
@@ -37,8 +37,8 @@ type TPart struct {
 
 // MulTParts sets every part's C to X·Bᵀ, X (m × k, stride ldx) being common to them: the adapters' x·Aᵀ on
 // the projections that read one input. Each part's C is bit for bit what Sgemm(false, true, m, Cols, k, 1, x,
-// ldx, B, LDB, 0, C, LDC) leaves; where AVX2's skinny kernels take them, each block of X's rows is read once
-// for all of them instead of once a part.
+// ldx, B, LDB, 0, C, LDC) leaves; where the skinny kernels take them (AVX2, AVX-512), each block of X's rows
+// is read once for all of them instead of once a part.
 func MulTParts(m, k int, x []float32, ldx int, parts []TPart) {
 	if len(parts) == 0 {
 		return

@@ -12,6 +12,7 @@ func init() {
 	switch {
 	case hasAVX512():
 		skinny = skinnyAVX512.product
+		outers, multT = skinnyAVX512.sharedOuters, skinnyAVX512.sharedTs
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
 		skinny = skinnyAVX2.product
 		outers, multT = skinnyAVX2.sharedOuters, skinnyAVX2.sharedTs
@@ -32,19 +33,19 @@ func init() {
 // blocked kernel, whose packing is then small, serve as before.
 const skinnyMinRows = 64
 
-// skinnyKernels is one instruction set's skinny kernels, each on 8 rows of C and at most its width of columns
-// (the first cols).
+// skinnyKernels is one instruction set's skinny kernels: rows on 8 rows of C and at most rowsWidth columns
+// (the first cols), sweep on 8-row blocks of C in strips of sweepWidth columns.
 type skinnyKernels struct {
-	rowsWidth  int
-	rows       func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32)
-	outerWidth int
-	outer      func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32)
-	// sweep, where set, takes the outer products instead of outer (see sweepProduct).
-	sweep func(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
+	rowsWidth int
+	rows      func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32)
+	// sweep takes the outer products (see sweepProducts); its mask is sweepWidth lanes of laneMasks.
+	sweepWidth int
+	sweep      func(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
 }
 
 var (
-	// AVX-512: 8 × 16 (8 × 8 in ymm registers for r ≤ 8) and 8 × 32 blocks, the columns under a k-mask.
+	// AVX-512: 8 × 16 (8 × 8 in ymm registers for r ≤ 8) blocks for the rows, 16-column strips for the
+	// sweep, the columns under a k-mask.
 	skinnyAVX512 = skinnyKernels{
 		rowsWidth: 16,
 		rows: func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32) {
@@ -54,23 +55,26 @@ var (
 			}
 			skinnyRows8x16AVX512(k, x, ldx, m, ldm, c, ldc, 1<<cols-1, alpha)
 		},
-		outerWidth: 32,
-		outer: func(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, cols int, alpha float32) {
-			skinnyOuter8x32AVX512(n, u, ldu, x, ldx, c, ldc, 1<<cols-1, alpha)
-		},
+		sweepWidth: 16,
+		sweep:      skinnyOuterSweep8x16AVX512,
 	}
 	// AVX2: 8 × 8 blocks in 8 ymm accumulators, the columns under a lane mask; rank 16 is two blocks wide.
 	skinnyAVX2 = skinnyKernels{
 		rowsWidth: 8,
 		rows: func(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, cols int, alpha float32) {
-			skinnyRows8x8AVX2(k, x, ldx, m, ldm, c, ldc, &laneMasks[8-cols], alpha)
+			skinnyRows8x8AVX2(k, x, ldx, m, ldm, c, ldc, lanes(cols), alpha)
 		},
-		sweep: skinnyOuterSweep8x8AVX2,
+		sweepWidth: 8,
+		sweep:      skinnyOuterSweep8x8AVX2,
 	}
 )
 
-// laneMasks[8-cols:][:8] is the AVX2 kernels' mask of the first cols lanes.
-var laneMasks = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1}
+// laneMasks[16-cols:] begins with the lanes of the first cols ≤ 16 columns (−1) and goes on with 16 zeros:
+// the kernels' masks of 8 (AVX2) or 16 (AVX-512) lanes.
+var laneMasks = [32]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
+
+// lanes is the mask of the first cols lanes.
+func lanes(cols int) *int32 { return &laneMasks[16-cols] }
 
 // product computes the product on the skinny kernels and reports true when it has one of their forms.
 func (sk *skinnyKernels) product(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
@@ -200,23 +204,9 @@ func (sk *skinnyKernels) sharedTs(m, k int, x []float32, ldx int, parts []TPart)
 }
 
 // outerProduct adds alpha·Uᵀ·X to C (m × n, m a multiple of 8): U is k × m (stride ldu), X k × n (stride
-// ldx). The workers split C's columns in runs of 32; each kernel call keeps an 8-row block of them in
-// registers over all k rows.
+// ldx), on the sweep kernel.
 func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, ldu int, x []float32, ldx int, c []float32, ldc int) {
-	if sk.sweep != nil {
-		sk.sweepProducts(n, k, x, ldx, []OuterPart{{Rows: m, Alpha: alpha, U: u, LDU: ldu, C: c, LDC: ldc}})
-		return
-	}
-	const run = 32
-	cols := (n + run - 1) / run
-	workers, release := acquireWorkers(m, n, k)
-	defer release()
-	parallelFor(workers, cols*(m/8), func(_, i int) {
-		a0, j0 := run*(i%cols), 8*(i/cols)
-		for a := a0; a < min(n, a0+run); a += sk.outerWidth {
-			sk.outer(k, &u[j0], ldu, &x[a], ldx, &c[j0*ldc+a], ldc, min(sk.outerWidth, n-a), alpha)
-		}
-	})
+	sk.sweepProducts(n, k, x, ldx, []OuterPart{{Rows: m, Alpha: alpha, U: u, LDU: ldu, C: c, LDC: ldc}})
 }
 
 // sweepRows is how many rows of X a sweep kernel call takes: the block its strips cross while the next
@@ -224,19 +214,20 @@ func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, l
 const sweepRows = 32
 
 // sweepProducts is outerProduct on the sweep kernel, for several products that share X (AddOuters): each
-// worker's unit is a run of X's 8-column strips, taken a block of sweepRows rows of X at a time, and within a
+// worker's unit is a run of X's strips (sweepWidth columns each), taken a block of sweepRows rows of X at a time, and within a
 // block every 8-row block of every part's C, so that X is read once, along its rows, rather than down one
 // strip of columns at its row stride and once per block of C. The accumulators wait in acc between blocks;
 // every element of C still sums its k products in order from zero, then takes alpha·sum + C in one FMA, as
 // whatever unit holds it.
 func (sk *skinnyKernels) sweepProducts(n, k int, x []float32, ldx int, parts []OuterPart) {
 	_ = x[(k-1)*ldx+n-1]
-	strips, full := (n+7)/8, n/8
+	width := sk.sweepWidth
+	strips, full := (n+width-1)/width, n/width
 	offs := make([]int, len(parts)+1) // each part's accumulators in acc
 	rows := 0
 	for i, p := range parts {
 		_, _ = p.U[(k-1)*p.LDU+p.Rows-1], p.C[(p.Rows-1)*p.LDC+n-1]
-		offs[i+1] = offs[i] + p.Rows*strips*8
+		offs[i+1] = offs[i] + p.Rows*strips*width
 		rows += p.Rows
 	}
 	acc, buf := skinnyBuffer(offs[len(parts)])
@@ -259,14 +250,14 @@ func (sk *skinnyKernels) sweepProducts(n, k int, x []float32, ldx int, parts []O
 			}
 			for pi, p := range parts {
 				for jb := 0; jb < p.Rows/8; jb++ {
-					ut, a := &p.U[t0*p.LDU+8*jb], acc[offs[pi]+jb*strips*64:]
+					ut, a := &p.U[t0*p.LDU+8*jb], acc[offs[pi]+jb*strips*8*width:]
 					if fullEnd > s0 {
-						sk.sweep(rows, ut, p.LDU, &x[t0*ldx+8*s0], ldx, &a[s0*64], fullEnd-s0, &laneMasks[0], pf,
-							&p.C[8*jb*p.LDC+8*s0], p.LDC, flags, p.Alpha)
+						sk.sweep(rows, ut, p.LDU, &x[t0*ldx+width*s0], ldx, &a[s0*8*width], fullEnd-s0, lanes(width), pf,
+							&p.C[8*jb*p.LDC+width*s0], p.LDC, flags, p.Alpha)
 					}
-					if s1 > fullEnd { // the last strip, n mod 8 columns
-						sk.sweep(rows, ut, p.LDU, &x[t0*ldx+8*full], ldx, &a[full*64], 1, &laneMasks[8-(n-8*full)], pf,
-							&p.C[8*jb*p.LDC+8*full], p.LDC, flags, p.Alpha)
+					if s1 > fullEnd { // the last strip, n mod width columns
+						sk.sweep(rows, ut, p.LDU, &x[t0*ldx+width*full], ldx, &a[full*8*width], 1, lanes(n-width*full), pf,
+							&p.C[8*jb*p.LDC+width*full], p.LDC, flags, p.Alpha)
 					}
 				}
 			}

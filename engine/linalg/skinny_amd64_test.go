@@ -105,3 +105,36 @@ func BenchmarkSkinny(b *testing.B) {
 		}
 	}
 }
+
+// TestSweepsAgree: the AVX-512 sweep (16-column strips, zmm) and AVX2's (8 columns, ymm) do the same
+// multiply-adds in the same order, so on a CPU with both their outer products agree bit for bit, for widths
+// with and without a partial strip of either and token counts across the sweep's blocks of rows.
+func TestSweepsAgree(t *testing.T) {
+	if !hasAVX512() || !cpu.X86.HasAVX512DQ || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+		t.Skip("needs AVX-512 and AVX2")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	fill := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, k := range []int{64, 97, 203} {
+		for _, n := range []int{32, 37, 45, 576} {
+			for _, r := range []int{8, 16} {
+				ldx, ldu, ldc := n+3, r+1, n+2
+				x, u, c := fill(k*ldx), fill(k*ldu), fill(r*ldc)
+				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+				skinnyAVX512.outerProduct(r, n, k, 0.75, u, ldu, x, ldx, got, ldc)
+				skinnyAVX2.outerProduct(r, n, k, 0.75, u, ldu, x, ldx, want, ldc)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("k %d n %d r %d: c[%d] = %v (AVX-512), %v (AVX2)", k, n, r, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -16,11 +16,13 @@ func skinnyRows8x8AVX512(k int, x *float32, ldx int, m *float32, ldm int, c *flo
 //go:noescape
 func skinnyRows8x16AVX512(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, mask int, alpha float32)
 
-// skinnyOuter8x32AVX512 adds alpha·Σ_{t<n} u[t*ldu+j]·x[t*ldx+a] to c[j*ldc+a] for j < 8 and the columns a < 32
-// that masks selects (bit a), reading no column of X or C past them.
+// skinnyOuterSweep8x16AVX512 adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+16s+l] to the accumulator acc[128s+16j+l] for j < 8,
+// l < 16 and s < strips, reading only the lanes l that mask (16 values) selects; flags bit 0: the
+// accumulators start at zero instead of acc; bit 1: they are not stored but added to C,
+// c[j*ldc+16s+l] += alpha·acc. Each row's load also prefetches pf bytes further on.
 //
 //go:noescape
-func skinnyOuter8x32AVX512(n int, u *float32, ldu int, x *float32, ldx int, c *float32, ldc int, masks int, alpha float32)
+func skinnyOuterSweep8x16AVX512(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
 
 // skinnyRows8x8AVX2 sets c[i*ldc+j] = alpha·Σ_{p<k} x[i*ldx+p]·m[p*ldm+j] for i < 8 and the columns j < 8
 // whose lane of mask (8 values) is −1, reading no column of M past them.
