@@ -16,6 +16,20 @@ func skinnyRows8x8AVX512(k int, x *float32, ldx int, m *float32, ldm int, c *flo
 //go:noescape
 func skinnyRows8x16AVX512(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, mask int, alpha float32)
 
+// skinnyRows8x8AVX2 sets c[i*ldc+j] = alpha·Σ_{p<k} x[i*ldx+p]·m[p*ldm+j] for i < 8 and the columns j < 8
+// whose lane of mask (8 values) is −1, reading no column of M past them.
+//
+//go:noescape
+func skinnyRows8x8AVX2(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, mask *int32, alpha float32)
+
+// skinnyOuterSweep8x8AVX2 adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+8s+l] to the accumulator acc[64s+8j+l] for j < 8,
+// l < 8 and s < strips, reading only the lanes l that mask (8 values) selects; flags bit 0: the
+// accumulators start at zero instead of acc; bit 1: they are not stored but added to C,
+// c[j*ldc+8s+l] += alpha·acc. Each row's load also prefetches pf bytes further on.
+//
+//go:noescape
+func skinnyOuterSweep8x8AVX2(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
+
 // skinnyOuterSweep8x16AVX512 adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+16s+l] to the accumulator acc[128s+16j+l] for j < 8,
 // l < 16 and s < strips, reading only the lanes l that mask (16 values) selects; flags bit 0: the
 // accumulators start at zero instead of acc; bit 1: they are not stored but added to C,
@@ -23,17 +37,3 @@ func skinnyRows8x16AVX512(k int, x *float32, ldx int, m *float32, ldm int, c *fl
 //
 //go:noescape
 func skinnyOuterSweep8x16AVX512(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)
-
-// skinnyRows8x8AVX2 sets c[i*ldc+j] = alpha·Σ_{p<k} x[i*ldx+p]·m[p*ldm+j] for i < 8 and the columns j < 8
-// whose lane of mask (8 values) is −1, reading no column of M past them.
-//
-//go:noescape
-func skinnyRows8x8AVX2(k int, x *float32, ldx int, m *float32, ldm int, c *float32, ldc int, mask *int32, alpha float32)
-
-// skinnyOuterSweep8x8AVX2 adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+8s+l] to the accumulator acc[64s+8j+l] for j, l < 8
-// and s < strips, reading only the lanes l that mask (8 values) selects; flags bit 0: the accumulators
-// start at zero instead of acc; bit 1: they are not stored but added to C, c[j*ldc+8s+l] += alpha·acc.
-// Each row's load also prefetches pf bytes further on.
-//
-//go:noescape
-func skinnyOuterSweep8x8AVX2(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)

@@ -20,9 +20,8 @@ func writeSkinny() error {
 	return writeText(*skinnyOut, *skinnyStubs, func(s, g *strings.Builder) {
 		skinnyRows(s, g, "Y", 8)
 		skinnyRows(s, g, "Z", 16)
-		skinnyOuterSweep(s, g)
 		skinnyRowsAVX2(s, g)
-		skinnyOuterAVX2(s, g)
+		skinnySweeps(s, g)
 	})
 }
 
@@ -53,85 +52,6 @@ func skinnyRows(s, g *strings.Builder, reg string, width int) {
 			w("VMOVUPS %s%d, K1, (DI)", reg, i)
 		},
 	})
-}
-
-// skinnyOuterSweep writes skinnyOuterSweep8x16AVX512, skinnyOuterSweep8x8AVX2's form on zmm registers:
-// strips of 16 columns, the 8 accumulators of an 8 × 16 block of C in Z0–Z7, the columns under a k-mask
-// (made from mask's 16 lanes), and u's eight values broadcast by the FMAs themselves (one load and 8 FMAs a
-// row of X). It replaced a kernel that kept an 8 × 32 block in registers over all the rows of X, stepping
-// down one strip of X at its row stride, and took each product of an AddOuters on its own: with X (the
-// activations) cold, 3 adapters' duᵀ·x at 4,096 tokens ran at 31–47 GFLOP/s there (2 cores of a Xeon).
-func skinnyOuterSweep(s, g *strings.Builder) {
-	const name = "skinnyOuterSweep8x16AVX512"
-	const sig = "(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)"
-	fmt.Fprintf(g, "\n// %s adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+16s+l] to the accumulator acc[128s+16j+l] for j < 8,\n"+
-		"// l < 16 and s < strips, reading only the lanes l that mask (16 values) selects; flags bit 0: the\n"+
-		"// accumulators start at zero instead of acc; bit 1: they are not stored but added to C,\n"+
-		"// c[j*ldc+16s+l] += alpha·acc. Each row's load also prefetches pf bytes further on.\n//\n//go:noescape\nfunc %s%s\n",
-		name, name, sig)
-	w, label := skinnyText(s, name, sig, "AVX512DQ, AVX512F", [5]string{"rows", "u", "ldu", "x", "ldx"})
-	w("MOVQ acc+40(FP), R11")
-	w("MOVQ strips+48(FP), CX")
-	w("MOVQ mask+56(FP), R9")
-	w("VMOVDQU32 (R9), Z15")
-	w("VPMOVD2M Z15, K1")
-	w("MOVQ pf+64(FP), R10")
-	w("MOVQ c+72(FP), R13")
-	w("MOVQ ldc+80(FP), R9")
-	w("SHLQ $0x02, R9")
-	w("VBROADCASTSS alpha+96(FP), Z14")
-	label("strip")
-	w("TESTQ CX, CX")
-	w("JZ %s_done", name)
-	w("BTQ $0x00, flags+88(FP)")
-	w("JNC %s_load", name)
-	for i := 0; i < 8; i++ {
-		w("VPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	w("JMP %s_rows", name)
-	label("load")
-	for i := 0; i < 8; i++ {
-		w("VMOVUPS %d(R11), Z%d", 64*i, i)
-	}
-	label("rows")
-	w("MOVQ SI, DI")
-	w("MOVQ BX, R12")
-	w("MOVQ AX, R14")
-	label("row")
-	w("PREFETCHT0 (R12)(R10*1)")
-	w("VMOVUPS.Z (R12), K1, Z8")
-	for j := 0; j < 8; j++ {
-		w("VFMADD231PS.BCST %d(DI), Z8, Z%d", 4*j, j)
-	}
-	w("ADDQ DX, DI")
-	w("ADDQ R8, R12")
-	w("DECQ R14")
-	w("JNZ %s_row", name)
-	w("BTQ $0x01, flags+88(FP)")
-	w("JC %s_merge", name)
-	for i := 0; i < 8; i++ {
-		w("VMOVUPS Z%d, %d(R11)", i, 64*i)
-	}
-	w("JMP %s_next", name)
-	label("merge")
-	w("MOVQ R13, DI")
-	for j := 0; j < 8; j++ {
-		w("VMOVUPS.Z (DI), K1, Z9")
-		w("VFMADD231PS Z14, Z%d, Z9", j)
-		w("VMOVUPS Z9, K1, (DI)")
-		if j < 7 {
-			w("ADDQ R9, DI")
-		}
-	}
-	w("ADDQ $0x40, R13")
-	label("next")
-	w("ADDQ $0x200, R11")
-	w("ADDQ $0x40, BX")
-	w("DECQ CX")
-	w("JMP %s_strip", name)
-	label("done")
-	w("VZEROUPPER")
-	w("RET")
 }
 
 // skinnyRowsAVX2 writes skinnyRows8x8AVX2, skinnyRows8x<width>'s form for AVX2 machines: 8 rows of C, 8
@@ -167,87 +87,116 @@ func skinnyRowsAVX2(s, g *strings.Builder) {
 	})
 }
 
-// skinnyOuterAVX2 writes skinnyOuterSweep8x8AVX2, the outer products' kernel for AVX2 machines, swept over a
-// block of rows: for each of strips 8-column strips of an 8-row block of C, its 8 ymm accumulators (zero in
-// the first block of rows, else loaded from acc) take the block's rows — a masked load of X and 8 FMAs on u's
-// eight values, each broadcast into one of four rotating registers — and are then stored back to acc, or in
-// the last block added to C under the lane mask (alpha·acc + C in one FMA). A block's rows of X are read
-// strip after strip, so they stay in L1/L2 while the sweep crosses them, and each load asks for the same
-// place pf bytes on (the next block) to be fetched. One strip over all rows at once, as before, stepped down
-// X at its row stride, a new cache line every 4 cycles of work: the prefetcher's short reach left it at
-// 8 GB/s, a third of what the rows kernel reads.
-func skinnyOuterAVX2(s, g *strings.Builder) {
-	const name = "skinnyOuterSweep8x8AVX2"
-	const sig = "(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)"
-	fmt.Fprintf(g, "\n// %s adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+8s+l] to the accumulator acc[64s+8j+l] for j, l < 8\n"+
-		"// and s < strips, reading only the lanes l that mask (8 values) selects; flags bit 0: the accumulators\n"+
-		"// start at zero instead of acc; bit 1: they are not stored but added to C, c[j*ldc+8s+l] += alpha·acc.\n"+
-		"// Each row's load also prefetches pf bytes further on.\n//\n//go:noescape\nfunc %s%s\n",
-		name, name, sig)
-	w, label := skinnyText(s, name, sig, "AVX, AVX2, FMA3", [5]string{"rows", "u", "ldu", "x", "ldx"})
-	w("MOVQ acc+40(FP), R11")
-	w("MOVQ strips+48(FP), CX")
-	w("MOVQ mask+56(FP), R9")
-	w("VMOVDQU (R9), Y15")
-	w("MOVQ pf+64(FP), R10")
-	w("MOVQ c+72(FP), R13")
-	w("MOVQ ldc+80(FP), R9")
-	w("SHLQ $0x02, R9")
-	w("VBROADCASTSS alpha+96(FP), Y14")
-	label("strip")
-	w("TESTQ CX, CX")
-	w("JZ %s_done", name)
-	w("BTQ $0x00, flags+88(FP)")
-	w("JNC %s_load", name)
-	for i := 0; i < 8; i++ {
-		w("VXORPS Y%d, Y%d, Y%d", i, i, i)
-	}
-	w("JMP %s_rows", name)
-	label("load")
-	for i := 0; i < 8; i++ {
-		w("VMOVUPS %d(R11), Y%d", 32*i, i)
-	}
-	label("rows")
-	w("MOVQ SI, DI")
-	w("MOVQ BX, R12")
-	w("MOVQ AX, R14")
-	label("row")
-	w("PREFETCHT0 (R12)(R10*1)")
-	w("VMASKMOVPS (R12), Y15, Y8")
-	for j := 0; j < 8; j++ {
-		t := 10 + j%4
-		w("VBROADCASTSS %d(DI), Y%d", 4*j, t)
-		w("VFMADD231PS Y8, Y%d, Y%d", t, j)
-	}
-	w("ADDQ DX, DI")
-	w("ADDQ R8, R12")
-	w("DECQ R14")
-	w("JNZ %s_row", name)
-	w("BTQ $0x01, flags+88(FP)")
-	w("JC %s_merge", name)
-	for i := 0; i < 8; i++ {
-		w("VMOVUPS Y%d, %d(R11)", i, 32*i)
-	}
-	w("JMP %s_next", name)
-	label("merge")
-	w("MOVQ R13, DI")
-	for j := 0; j < 8; j++ {
-		w("VMASKMOVPS (DI), Y15, Y9")
-		w("VFMADD231PS Y14, Y%d, Y9", j)
-		w("VMASKMOVPS Y9, Y15, (DI)")
-		if j < 7 {
-			w("ADDQ R9, DI")
+// skinnySweeps writes the outer products' kernels, swept over a block of rows: for each of strips strips of
+// an 8-row block of C (8 columns on AVX2, skinnyOuterSweep8x8AVX2; 16 on AVX-512, skinnyOuterSweep8x16AVX512),
+// its 8 accumulators (zero in the first block of rows, else loaded from acc) take the block's rows — a masked
+// load of X and 8 FMAs on u's eight values — and are then stored back to acc, or in the last block added to C
+// under the mask (alpha·acc + C in one FMA). A block's rows of X are read strip after strip, so they stay in
+// L1/L2 while the sweep crosses them, and each load asks for the same place pf bytes on (the next block) to be
+// fetched. One strip over all rows at once, stepped down X at its row stride, a new cache line every 4 cycles
+// of work: the prefetcher's short reach left AVX2's kernel at 8 GB/s on a Zen 3 EPYC, a third of what the rows
+// kernel reads, and AVX-512's, which also took each product of an AddOuters on its own, at 41–61 GFLOP/s for 3
+// adapters' duᵀ·x at 4,096 tokens with X cold on 2 cores of a Xeon (91–113 swept). AVX2 loads and stores under a
+// lane mask (VMASKMOVPS) and broadcasts u's values into four rotating registers; AVX-512 uses a k-mask made
+// from the same 16 lanes of mask and lets the FMAs broadcast u's values from memory.
+func skinnySweeps(s, g *strings.Builder) {
+	for _, is := range []struct {
+		name, reg, requires string
+		width               int // columns of a strip: lanes of a register
+		avx512              bool
+	}{{"skinnyOuterSweep8x8AVX2", "Y", "AVX, AVX2, FMA3", 8, false}, {"skinnyOuterSweep8x16AVX512", "Z", "AVX512DQ, AVX512F", 16, true}} {
+		name, r, n := is.name, is.reg, is.width
+		const sig = "(rows int, u *float32, ldu int, x *float32, ldx int, acc *float32, strips int, mask *int32, pf int, c *float32, ldc int, flags int, alpha float32)"
+		fmt.Fprintf(g, "\n// %s adds Σ_{t<rows} u[t*ldu+j]·x[t*ldx+%ds+l] to the accumulator acc[%ds+%dj+l] for j < 8,\n"+
+			"// l < %d and s < strips, reading only the lanes l that mask (%d values) selects; flags bit 0: the\n"+
+			"// accumulators start at zero instead of acc; bit 1: they are not stored but added to C,\n"+
+			"// c[j*ldc+%ds+l] += alpha·acc. Each row's load also prefetches pf bytes further on.\n//\n//go:noescape\nfunc %s%s\n",
+			name, n, 8*n, n, n, n, n, name, sig)
+		w, label := skinnyText(s, name, sig, is.requires, [5]string{"rows", "u", "ldu", "x", "ldx"})
+		vec := 4 * n // bytes of a register
+		w("MOVQ acc+40(FP), R11")
+		w("MOVQ strips+48(FP), CX")
+		w("MOVQ mask+56(FP), R9")
+		// maskedLoad and maskedStore move the lanes mask selects (the others read as zero, not written).
+		var maskedLoad, maskedStore func(mem, reg string)
+		if is.avx512 {
+			w("VMOVDQU32 (R9), Z15")
+			w("VPMOVD2M Z15, K1")
+			maskedLoad = func(mem, reg string) { w("VMOVUPS.Z %s, K1, %s", mem, reg) }
+			maskedStore = func(mem, reg string) { w("VMOVUPS %s, K1, %s", reg, mem) }
+		} else {
+			w("VMOVDQU (R9), Y15")
+			maskedLoad = func(mem, reg string) { w("VMASKMOVPS %s, Y15, %s", mem, reg) }
+			maskedStore = func(mem, reg string) { w("VMASKMOVPS %s, Y15, %s", reg, mem) }
 		}
+		w("MOVQ pf+64(FP), R10")
+		w("MOVQ c+72(FP), R13")
+		w("MOVQ ldc+80(FP), R9")
+		w("SHLQ $0x02, R9")
+		w("VBROADCASTSS alpha+96(FP), %s14", r)
+		label("strip")
+		w("TESTQ CX, CX")
+		w("JZ %s_done", name)
+		w("BTQ $0x00, flags+88(FP)")
+		w("JNC %s_load", name)
+		zero := "VXORPS" // VPXORD is AVX-512's
+		if is.avx512 {
+			zero = "VPXORD"
+		}
+		for i := 0; i < 8; i++ {
+			w("%s %s%d, %s%d, %s%d", zero, r, i, r, i, r, i)
+		}
+		w("JMP %s_rows", name)
+		label("load")
+		for i := 0; i < 8; i++ {
+			w("VMOVUPS %d(R11), %s%d", vec*i, r, i)
+		}
+		label("rows")
+		w("MOVQ SI, DI")
+		w("MOVQ BX, R12")
+		w("MOVQ AX, R14")
+		label("row")
+		w("PREFETCHT0 (R12)(R10*1)")
+		maskedLoad("(R12)", r+"8")
+		for j := 0; j < 8; j++ {
+			if is.avx512 {
+				w("VFMADD231PS.BCST %d(DI), Z8, Z%d", 4*j, j)
+				continue
+			}
+			t := 10 + j%4
+			w("VBROADCASTSS %d(DI), Y%d", 4*j, t)
+			w("VFMADD231PS Y8, Y%d, Y%d", t, j)
+		}
+		w("ADDQ DX, DI")
+		w("ADDQ R8, R12")
+		w("DECQ R14")
+		w("JNZ %s_row", name)
+		w("BTQ $0x01, flags+88(FP)")
+		w("JC %s_merge", name)
+		for i := 0; i < 8; i++ {
+			w("VMOVUPS %s%d, %d(R11)", r, i, vec*i)
+		}
+		w("JMP %s_next", name)
+		label("merge")
+		w("MOVQ R13, DI")
+		for j := 0; j < 8; j++ {
+			maskedLoad("(DI)", r+"9")
+			w("VFMADD231PS %s14, %s%d, %s9", r, r, j, r)
+			maskedStore("(DI)", r+"9")
+			if j < 7 {
+				w("ADDQ R9, DI")
+			}
+		}
+		w("ADDQ $0x%02x, R13", vec)
+		label("next")
+		w("ADDQ $0x%02x, R11", 8*vec)
+		w("ADDQ $0x%02x, BX", vec)
+		w("DECQ CX")
+		w("JMP %s_strip", name)
+		label("done")
+		w("VZEROUPPER")
+		w("RET")
 	}
-	w("ADDQ $0x20, R13")
-	label("next")
-	w("ADDQ $0x100, R11")
-	w("ADDQ $0x20, BX")
-	w("DECQ CX")
-	w("JMP %s_strip", name)
-	label("done")
-	w("VZEROUPPER")
-	w("RET")
 }
 
 // skinnyText starts a skinny kernel in s (its TEXT line, then the loads of its first five arguments: AX, SI,
