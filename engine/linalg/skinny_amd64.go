@@ -214,9 +214,9 @@ func (sk *skinnyKernels) outerProduct(m, n, k int, alpha float32, u []float32, l
 const sweepRows = 32
 
 // sweepProducts is outerProduct on the sweep kernel, for several products that share X (AddOuters): each
-// worker's unit is a run of X's strips (sweepWidth columns each), taken a block of sweepRows rows of X at a time, and within a
-// block every 8-row block of every part's C, so that X is read once, along its rows, rather than down one
-// strip of columns at its row stride and once per block of C. The accumulators wait in acc between blocks;
+// worker's unit is a run of X's strips (sweepWidth columns each), taken a block of sweepRows rows of X at a
+// time, and within a block every 8-row block of every part's C, so that X is read once, along its rows,
+// rather than down one strip of columns at its row stride and once per block of C. The accumulators wait in acc between blocks;
 // every element of C still sums its k products in order from zero, then takes alpha·sum + C in one FMA, as
 // whatever unit holds it.
 func (sk *skinnyKernels) sweepProducts(n, k int, x []float32, ldx int, parts []OuterPart) {
