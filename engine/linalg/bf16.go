@@ -40,9 +40,10 @@ func BF16Dot() bool { return bf16Dot.Load() }
 // sums: C = alpha·A·op(B) + beta·C with op(B) = Bᵀ (B n × k,
 // transB) or B (k × n), A row-major.
 // With pre (op(B) = Bᵀ only), B's panels come from that packed copy and b is not read.
-// With rounded (pre only, see SgemmPackedPairsRounded), A's rows come rounded already.
+// With rounded (pre only, see SgemmPackedPairsRounded), A's rows come rounded already. With lr, its term is
+// added to each block of C as it is written (LowRank).
 var pairProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
-	beta float32, c []float32, ldc int, rounded []uint16)
+	beta float32, c []float32, ldc int, rounded []uint16, lr *LowRank)
 
 // bf16Train says whether SgemmBF16Train rounds activations to bfloat16 for the pair products: on where the
 // CPU has them, unless SetBF16Train turned it off.
@@ -112,7 +113,7 @@ func pairProduct(name string, transA, transB bool, m, n, k int, alpha float32, a
 	}
 	checkBF16Product(name, false, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if n > 0 {
-		pairProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc, nil)
+		pairProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc, nil, nil)
 	}
 	return true
 }

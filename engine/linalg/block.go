@@ -64,12 +64,17 @@ func split(total, limit, align int) int {
 func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	sgemmBlocked(kern, workers, transA, m, n, k, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
-		if kern.packB != nil {
-			kern.packB(dst, b, ldb, transB, p0, kc, j0, cols)
-		} else {
-			packB(dst, b, ldb, transB, p0, kc, j0, cols, kern.nr)
-		}
+		kern.packBPanel(dst, b, ldb, transB, p0, kc, j0, cols)
 	}, beta, c, ldc)
+}
+
+// packBPanel packs the kc×cols block of op(B) at (p0, j0) with the kernel's own packing, or the generic one.
+func (k *microKernel) packBPanel(dst, b []float32, ldb int, transB bool, p0, kc, j0, cols int) {
+	if k.packB != nil {
+		k.packB(dst, b, ldb, transB, p0, kc, j0, cols)
+		return
+	}
+	packB(dst, b, ldb, transB, p0, kc, j0, cols, k.nr)
 }
 
 // packBlock writes the kc×cols block of op(B) starting at (p0, j0) into dst as kc groups of the kernel's nr

@@ -75,7 +75,14 @@ func (p *PackedPairs) Row(i int, dst []float32) {
 // A's rows rounded to bfloat16 (SgemmBF16Train's numerics), W's blocks transposed from the packed layout as
 // the product goes, so that no row-major copy of W need be kept.
 func SgemmPackedPairsN(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int) {
-	p.product(false, m, alpha, a, lda, beta, c, ldc)
+	p.product(false, m, alpha, a, lda, beta, c, ldc, nil)
+}
+
+// SgemmPackedPairsNPlus is SgemmPackedPairsN followed by C += lr's term (LowRank: an adapter's du·A), added
+// to each block of C as the product writes it.
+func SgemmPackedPairsNPlus(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int,
+	lr *LowRank) {
+	p.product(false, m, alpha, a, lda, beta, c, ldc, lr)
 }
 
 // Bytes is the memory the packed matrix takes.
@@ -85,25 +92,37 @@ func (p *PackedPairs) Bytes() int64 { return int64(len(p.data)) * 2 }
 // W, into the m × n C (stride ldc), with the pair products: A's rows rounded to bfloat16, sums in float32
 // (SgemmBF16Train's and SgemmBF16Infer's numerics).
 func SgemmPackedPairs(m int, alpha float32, a []float32, lda int, p *PackedPairs, beta float32, c []float32, ldc int) {
-	p.product(true, m, alpha, a, lda, beta, c, ldc)
+	p.product(true, m, alpha, a, lda, beta, c, ldc, nil)
 }
 
 // product is SgemmPackedPairs (transB: A·Wᵀ, A m × k) or SgemmPackedPairsN (A·W, A m × n).
-func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int) {
+// With lr, C += lr's term after (LowRank).
+func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int,
+	lr *LowRank) {
 	in, out := p.k, p.n
 	if !transB {
 		in, out = p.n, p.k
 	}
 	checkMatrix("A", false, m, in, a, lda)
 	checkMatrix("C", false, m, out, c, ldc)
+	if lr != nil {
+		lr.check(m, out)
+	}
 	if m <= 0 {
 		return
 	}
-	if alpha == 0 {
-		scaleMatrix(m, out, beta, c, ldc)
+	if alpha == 0 || (lr != nil && !lr.blocked(m, out)) {
+		if alpha == 0 {
+			scaleMatrix(m, out, beta, c, ldc)
+		} else {
+			pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, nil)
+		}
+		if lr != nil {
+			lr.addAfter(m, out, c, ldc)
+		}
 		return
 	}
-	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil)
+	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, lr)
 }
 
 // RoundedRows reports whether SgemmPackedPairsRounded takes rows of k values rounded ahead
@@ -144,14 +163,112 @@ var roundRow func(rounded []uint16, i int, src []float32)
 // RoundedRows(k) says no, rounded is not read and a is rounded as SgemmPackedPairs rounds it.
 func SgemmPackedPairsRounded(m int, alpha float32, a []float32, lda int, rounded []uint16, p *PackedPairs,
 	beta float32, c []float32, ldc int) {
-	if !RoundedRows(p.k) || m <= 0 || alpha == 0 {
-		p.product(true, m, alpha, a, lda, beta, c, ldc)
+	SgemmPackedPairsRoundedPlus(m, alpha, a, lda, rounded, p, beta, c, ldc, nil)
+}
+
+// SgemmPackedPairsRoundedPlus is SgemmPackedPairsRounded followed by C += lr's term (LowRank: an adapter's
+// s·u·Bᵀ), added to each block of C as the product writes it; nil lr: none. With rounded nil, the product
+// rounds A's rows itself (SgemmPackedPairs).
+func SgemmPackedPairsRoundedPlus(m int, alpha float32, a []float32, lda int, rounded []uint16, p *PackedPairs,
+	beta float32, c []float32, ldc int, lr *LowRank) {
+	if rounded == nil || !RoundedRows(p.k) || m <= 0 || alpha == 0 || (lr != nil && !lr.blocked(m, p.n)) {
+		p.product(true, m, alpha, a, lda, beta, c, ldc, lr)
 		return
 	}
 	checkMatrix("A", false, m, p.k, a, lda)
 	checkMatrix("C", false, m, p.n, c, ldc)
+	if lr != nil {
+		lr.check(m, p.n)
+	}
 	if need := RoundedLen(m, p.k); len(rounded) < need {
 		panic(fmt.Sprintf("linalg.SgemmPackedPairsRounded: %d rounded values, %d rows of %d need %d", len(rounded), m, p.k, need))
 	}
-	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded)
+	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded, lr)
+}
+
+// LowRank is a term C += Alpha·U·op(V) of small rank that a product with packed weights adds to each block
+// of C right after writing it, while the block is in cache: a LoRA adapter's y += s·u·Bᵀ beside the base's
+// x·Wᵀ (V = B, n × Rank, TransV), or its dx += du·A beside dy·W (V = A, Rank × n). As a product of its own
+// the term read all of C back from memory and wrote it again, a pass over every projection's output that
+// took 5% of an RL step's CPU at SmolLM2-135M's shape on a Zen 5 EPYC. Its sums are Sgemm's for the term
+// (beta 1), bit for bit: the blocked kernel's tiles over one block of Rank where Sgemm would use them
+// (LowRank.blocked: a pass of more than 64 rows), Sgemm itself after the product elsewhere.
+type LowRank struct {
+	Rank   int
+	Alpha  float32
+	U      []float32 // m × Rank, stride LDU
+	LDU    int
+	V      []float32 // n × Rank (TransV) or Rank × n, stride LDV
+	LDV    int
+	TransV bool
+}
+
+// check panics, as Sgemm would, where the term's slices cannot hold m × Rank and op(V) Rank × n.
+func (lr *LowRank) check(m, n int) {
+	checkMatrix("U", false, m, lr.Rank, lr.U, lr.LDU)
+	checkMatrix("V", lr.TransV, lr.Rank, n, lr.V, lr.LDV)
+}
+
+// blocked reports whether Sgemm gives the term the blocked kernel for an m × n C (sgemmGo: past its
+// few-row, dot and naive paths; the skinny kernels take no term with beta 1), so that the tiles added as the
+// product goes match it bit for bit.
+// The term's Rank must be one block of the kernel's contraction.
+func (lr *LowRank) blocked(m, n int) bool {
+	return m > 64 && n > 16 && m*n*lr.Rank >= smallMACs && kernelFor(n).kc(lr.Rank) >= lr.Rank
+}
+
+// addAfter adds the term to the m × n C with Sgemm, after the product: where the product's blocks of C are
+// not the blocked kernel's (few rows, no pair products).
+func (lr *LowRank) addAfter(m, n int, c []float32, ldc int) {
+	Sgemm(false, lr.TransV, m, n, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, c, ldc)
+}
+
+// lowRankTiles is a LowRank term laid out for the blocked kernel that Sgemm would give it: op(V) in panels of
+// the kernel's nr columns once per product, U in panels of its mr rows one chunk of the product's rows at a
+// time (before the workers take the chunk's panels, which then only read it).
+type lowRankTiles struct {
+	lr       *LowRank
+	kern     *microKernel
+	vp, up   *[]float32
+	chunkRow int // the first row of the chunk up holds
+}
+
+func newLowRankTiles(lr *LowRank, n int) *lowRankTiles {
+	kern := kernelFor(n)
+	nr, r := kern.nr, lr.Rank
+	panels := (n + nr - 1) / nr
+	t := &lowRankTiles{lr: lr, kern: kern, vp: getScratch(panels * nr * r), up: getScratch(0)}
+	for jp := range panels {
+		kern.packBPanel((*t.vp)[jp*r*nr:], lr.V, lr.LDV, lr.TransV, 0, r, jp*nr, min(nr, n-jp*nr))
+	}
+	return t
+}
+
+// packRows lays out U's rows i0 .. i0+rows-1 in panels of mr rows.
+func (t *lowRankTiles) packRows(i0, rows int) {
+	mr, r := t.kern.mr, t.lr.Rank
+	panels := (rows + mr - 1) / mr
+	*t.up = grow(*t.up, panels*mr*r)
+	for ip := range panels {
+		t.kern.packAPanel((*t.up)[ip*mr*r:], t.lr.U, t.lr.LDU, false, i0+ip*mr, min(mr, rows-ip*mr), 0, r)
+	}
+	t.chunkRow = i0
+}
+
+// add adds the term to C's block of the packed rows (all of them) and columns j0 .. j0+cols-1; j0 is a
+// multiple of the kernel's nr.
+func (t *lowRankTiles) add(c []float32, ldc, rows, j0, cols int) {
+	mr, nr, r := t.kern.mr, t.kern.nr, t.lr.Rank
+	for jj := j0; jj < j0+cols; jj += nr {
+		bp := (*t.vp)[jj/nr*r*nr:]
+		cw := min(nr, j0+cols-jj)
+		for i := 0; i < rows; i += mr {
+			t.kern.tile(r, (*t.up)[i*r:], bp, c[(t.chunkRow+i)*ldc+jj:], ldc, t.lr.Alpha, 1, min(mr, rows-i), cw)
+		}
+	}
+}
+
+func (t *lowRankTiles) release() {
+	putScratch(t.vp)
+	putScratch(t.up)
 }

@@ -122,8 +122,11 @@ const (
 // transB needs k and ldb even (the pairs are 32-bit words of B's rows). With pre the panels come from it,
 // and b is not read: as they are stored for x·Wᵀ (transB), or transposed block by block for dy·W, whose
 // B is pre's W (k × n: pre's n rows, its k columns).
+//
+// With lr (LowRank.blocked), its term is added to each panel's columns of a chunk's rows after the last block
+// of the contraction, by the worker that wrote them.
 func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
-	beta float32, c []float32, ldc int, rounded []uint16) {
+	beta float32, c []float32, ldc int, rounded []uint16, lr *LowRank) {
 	steps := (k + 31) / 32
 	nb := (steps + pairBlockSteps - 1) / pairBlockSteps
 	blockSteps := (steps + nb - 1) / nb
@@ -195,9 +198,15 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		}
 		return buf, *outs[w]
 	}
-	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are.
+	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are; a low-rank term
+	// reads C back right after.
 	stream := int64(m)*int64(n)*4 >= pairStreamBytes && beta == 0 && k <= blockSteps*32 && (4*ldc)%64 == 0 &&
-		uintptr(unsafe.Pointer(&c[0]))%64 == 0
+		uintptr(unsafe.Pointer(&c[0]))%64 == 0 && lr == nil
+	var low *lowRankTiles
+	if lr != nil {
+		low = newLowRankTiles(lr, n)
+		defer low.release()
+	}
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
 		kcur := min(blockSteps*32, k-p0)
 		st := (kcur + 31) / 32
@@ -212,9 +221,13 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		if p0 > 0 {
 			bt = 1
 		}
+		last := p0+kcur >= k
 		for i0 := 0; i0 < m; i0 += chunk {
 			rows := min(chunk, m-i0)
 			blocks := (rows + 31) / 32
+			if low != nil && last {
+				low.packRows(i0, rows)
+			}
 			var as []uint16
 			if rounded != nil { // by the caller (SgemmPackedPairsRounded: one block, rows as stored)
 				as = rounded[i0*ld : (i0+blocks*32)*ld]
@@ -258,6 +271,9 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
 					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
 				pairPanel(&calls[w])
+				if low != nil && last {
+					low.add(c, ldc, rows, j0, cols)
+				}
 			}
 			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
 				for jp := u * per; jp < min(panels, u*per+per); jp++ {

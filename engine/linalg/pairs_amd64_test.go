@@ -5,6 +5,7 @@ import (
 	"golang.org/x/sys/cpu"
 	"math"
 	"math/rand"
+	randv2 "math/rand/v2"
 	"testing"
 	"unsafe"
 )
@@ -307,6 +308,59 @@ func TestRoundTiled(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestPairsLowRank: a product with packed weights that adds a low-rank term as it goes (an adapter's
+// y += s·u·Bᵀ beside x·Wᵀ, dx += du·A beside dy·W) writes what the product and then Sgemm's term write, bit
+// for bit: over several chunks of rows, ragged panels, both layouts of V, and rows too few for the fused
+// tiles (Sgemm after the product).
+func TestPairsLowRank(t *testing.T) { withEachPanel(t, testPairsLowRank) }
+
+func testPairsLowRank(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	src := randv2.New(randv2.NewPCG(7, 8))
+	for _, sh := range [][4]int{{1100, 96, 64, 8}, {700, 100, 576, 16}, {97, 40, 32, 8}, {64, 64, 64, 8}, {5, 64, 96, 4}, {300, 200, 2100, 8}} {
+		m, n, k, r := sh[0], sh[1], sh[2], sh[3]
+		for _, backward := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%dx%dx%d/r%d/backward=%v", m, n, k, r, backward), func(t *testing.T) {
+				w := make([]uint16, n*k) // x·Wᵀ: W n × k; dy·W reads the same W as k × n (W's rows are n)
+				for i := range w {
+					w[i] = ToBF16(float32(rng.NormFloat64()))
+				}
+				in, out := k, n
+				p := PackPairs(n, k, w, k)
+				if backward {
+					in, out = n, k
+				}
+				a := randSlice(src, m*in)
+				u := randSlice(src, m*r)
+				lr := &LowRank{Rank: r, Alpha: 0.75, U: u, LDU: r, V: randSlice(src, out*r), LDV: r, TransV: true}
+				if backward {
+					lr.LDV, lr.TransV = out, false
+				}
+				c0 := randSlice(src, m*out)
+				c1 := append([]float32(nil), c0...)
+				const beta = 0.5
+				if backward {
+					SgemmPackedPairsN(m, 1, a, in, p, beta, c0, out)
+					SgemmPackedPairsNPlus(m, 1, a, in, p, beta, c1, out, lr)
+				} else {
+					rounded := make([]uint16, RoundedLen(m, k))
+					for i := range m {
+						RoundRowBF16(rounded, i, a[i*k:(i+1)*k])
+					}
+					SgemmPackedPairsRounded(m, 1, a, in, rounded, p, beta, c0, out)
+					SgemmPackedPairsRoundedPlus(m, 1, a, in, rounded, p, beta, c1, out, lr)
+				}
+				Sgemm(false, lr.TransV, m, out, r, lr.Alpha, u, r, lr.V, lr.LDV, 1, c0, out)
+				for i := range c0 {
+					if c1[i] != c0[i] {
+						t.Fatalf("C[%d,%d] = %v, the product and then Sgemm's term %v", i/out, i%out, c1[i], c0[i])
+					}
+				}
+			})
 		}
 	}
 }

@@ -180,11 +180,29 @@ func (p *Pass) readsInput(m int, lc *layerCache, g Grads) bool {
 // dW = dyᵀ·x, dB = s·dyᵀ·u, dA = (s·dy·B)ᵀ·drop(x) to the requested gradients. With outers set and no
 // dropout, dA is appended to it instead, for the caller to add together with the other projections' that
 // read x (linalg.AddOuters: x read once).
+//
+// The adapter's du·A goes into dx with the product with the base (Mat.MulPlus: as it writes dx, where the
+// base is held in the pair layout), unless the pass dropped x (the term is then masked).
 func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta float32, g Grads, needDX bool, outers *[]linalg.OuterPart) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
+	w := &p.w.Layers[l].W[m]
+	adapted := p.lora != nil && p.lora.Targets[m]
+	var du []float32
+	if adapted {
+		r, s := p.lora.Rank, p.lora.Scale()
+		du = p.opt.Arena.dirty(N * r) // small: N × rank
+		linalg.Sgemm(false, false, N, r, out, s, dy, out, p.lora.B[l][m], r, 0, du, r)
+	}
+	added := false // du·A in dx
 	if needDX {
-		p.w.Layers[l].W[m].Mul(N, dy, beta, dx)
+		if adapted && lc.mask[m] == nil {
+			r := p.lora.Rank
+			w.MulPlus(N, dy, beta, dx, &linalg.LowRank{Rank: r, Alpha: 1, U: du, LDU: r, V: p.lora.A[l][m], LDV: in})
+			added = true
+		} else {
+			w.Mul(N, dy, beta, dx)
+		}
 		p.FlopsBwd += int64(2 * N * in * out)
 	}
 	if g.W != nil {
@@ -196,7 +214,7 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 			}
 		}
 	}
-	if p.lora == nil || !p.lora.Targets[m] {
+	if !adapted {
 		return
 	}
 	r, s := p.lora.Rank, p.lora.Scale()
@@ -207,8 +225,6 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	if g.L != nil {
 		linalg.Sgemm(true, false, out, r, N, s, dy, out, lc.lu[m], r, 1, g.L.B[l][m], r)
 	}
-	du := p.opt.Arena.dirty(N * r) // small: N × rank
-	linalg.Sgemm(false, false, N, r, out, s, dy, out, p.lora.B[l][m], r, 0, du, r)
 	switch {
 	case g.L != nil && outers != nil && lc.xd[m] == nil:
 		*outers = append(*outers, linalg.OuterPart{Rows: r, Alpha: 1, U: du, LDU: r, C: g.L.A[l][m], LDC: in})
@@ -216,11 +232,7 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 		linalg.Sgemm(true, false, r, in, N, 1, du, r, xd, in, 1, g.L.A[l][m], in)
 	}
 	p.FlopsBwd += int64(6 * N * r * (in + out))
-	if !needDX {
-		return
-	}
-	if lc.mask[m] == nil {
-		linalg.Sgemm(false, false, N, in, r, 1, du, r, p.lora.A[l][m], in, 1, dx, in)
+	if !needDX || added {
 		return
 	}
 	tmp := make([]float32, N*in) // dropout only

@@ -291,15 +291,36 @@ func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 
 // linearRounded is linear with x's rows also rounded to bfloat16 already (x16, from Pass.rounded; nil:
 // not), which the product with the base takes where it can (linalg.SgemmPackedPairsRounded).
+//
+// The adapter's s·u·Bᵀ is added to y as the product with the base writes it (linalg.LowRank) where the base
+// is held in the pair layout and the pass is not a decoding step, as a product of its own after it
+// elsewhere; then the bias.
 func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16, y []float32, beta float32) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
-	if w := &p.w.Layers[l].W[m]; x16 != nil && w.pairs != nil {
+	w := &p.w.Layers[l].W[m]
+	var u []float32 // the adapter's x·Aᵀ
+	if adapted := p.seqLoRA == nil && p.lora != nil && p.lora.Targets[m]; adapted {
+		u = p.adapterInput(l, m, lc, x)
+	}
+	switch {
+	case u != nil && w.pairs != nil && p.decode == nil:
+		r := p.lora.Rank
+		lr := &linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}
+		linalg.SgemmPackedPairsRoundedPlus(N, 1, x, w.Cols, x16, w.pairs, beta, y, w.Rows, lr)
+		p.FlopsFwd += int64(2 * N * out * r)
+		u = nil
+	case x16 != nil && w.pairs != nil:
 		linalg.SgemmPackedPairsRounded(N, 1, x, w.Cols, x16, w.pairs, beta, y, w.Rows)
-	} else {
+	default:
 		w.mulTPass(p.team, p.decode != nil, N, x, beta, y)
 	}
 	p.FlopsFwd += int64(2 * N * out * in)
+	if u != nil {
+		r := p.lora.Rank
+		linalg.Sgemm(false, true, N, out, r, p.lora.Scale(), u, r, p.lora.B[l][m], r, 1, y, out)
+		p.FlopsFwd += int64(2 * N * out * r)
+	}
 	if b := p.w.Layers[l].Bias[m]; b != nil {
 		for r := 0; r < N; r++ {
 			linalg.Axpy(1, b, y[r*out:(r+1)*out])
@@ -307,11 +328,14 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 	}
 	if p.seqLoRA != nil {
 		p.seqAdapters(l, m, lc, x, y)
-		return
 	}
-	if p.lora == nil || !p.lora.Targets[m] {
-		return
-	}
+}
+
+// adapterInput is the adapter's u = x·Aᵀ for projection m (lc.lu[m], computed unless adapterInputs did), with
+// x's dropped copy when the pass drops (lc.mask[m], lc.xd[m]).
+func (p *Pass) adapterInput(l, m int, lc *layerCache, x []float32) []float32 {
+	_, in := p.w.Cfg.Shape(m)
+	N := p.N
 	r := p.lora.Rank
 	xd := x
 	if p.rng != nil {
@@ -332,8 +356,8 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 	} else {
 		linalg.Sgemm(false, true, N, r, in, 1, xd, in, p.lora.A[l][m], in, 0, u, r)
 	}
-	linalg.Sgemm(false, true, N, out, r, p.lora.Scale(), u, r, p.lora.B[l][m], r, 1, y, out)
-	p.FlopsFwd += int64(2*N*r*in + 2*N*out*r)
+	p.FlopsFwd += int64(2 * N * r * in)
+	return u
 }
 
 // adapterInputs sets lc.lu[m] = x·A_mᵀ for the adapted projections among ms, which all read x, in one

@@ -108,6 +108,17 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 	}
 }
 
+// MulPlus is Mul followed by dx += lr's term, added as the product writes dx where the matrix is held in the
+// pair layout (linalg.SgemmPackedPairsNPlus), after it otherwise.
+func (m *Mat) MulPlus(n int, dy []float32, beta float32, dx []float32, lr *linalg.LowRank) {
+	if m.pairs != nil {
+		linalg.SgemmPackedPairsNPlus(n, 1, dy, m.Rows, m.pairs, beta, dx, m.Cols, lr)
+		return
+	}
+	m.Mul(n, dy, beta, dx)
+	linalg.Sgemm(false, lr.TransV, n, m.Cols, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, dx, m.Cols)
+}
+
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
 func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
 	if m.pairs != nil {
