@@ -65,7 +65,7 @@ func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k in
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	sgemmBlocked(kern, workers, transA, m, n, k, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		kern.packBPanel(dst, b, ldb, transB, p0, kc, j0, cols)
-	}, beta, c, ldc)
+	}, beta, c, ldc, nil)
 }
 
 // packBPanel packs the kc×cols block of op(B) at (p0, j0) with the kernel's own packing, or the generic one.
@@ -83,8 +83,11 @@ type packBlock func(dst []float32, p0, kc, j0, cols int)
 
 // sgemmBlocked is sgemmPacked with op(B) read through packB, so that B can be stored otherwise than as a
 // float32 matrix (bfloat16 weights already laid out in the kernel's panels: see PackedBF16).
+//
+// With low (its U packed from row 0 for kern), its term is added to each tile of C after the tile's last block
+// of the contraction, while the tile is in L1.
 func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int,
-	packB packBlock, beta float32, c []float32, ldc int) {
+	packB packBlock, beta float32, c []float32, ldc int, low *lowRankTiles) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -153,6 +156,9 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 					jj := j0 + jp*nr
 					cols := min(nr, n-jj)
 					kern.tile(kcur, ap, bp[jp*kcur*nr:], c[i0*ldc+jj:], ldc, alpha, bcur, rows, cols)
+					if low != nil && p0+kcur >= k {
+						low.tile(c, ldc, i0, rows, jj, cols)
+					}
 				}
 			})
 		}

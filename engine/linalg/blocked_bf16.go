@@ -18,7 +18,8 @@ var rowTilesBF16 [7]func(kc int, a *float32, b *uint16, c *float32, ldc int, alp
 // back through L2): the panel tiles of 3 to 6 rows sum in the row tiles' order, bit for bit
 // (TestAVX2PanelTilesInPlace), and reading A in place took 1,280 rows at 576 × 576 from 153–164 to 175
 // GFLOP/s, at 576 × 1,536 from 155–158 to 165–171, 1,536 × 576 166 → 169–173 (2 threads, Zen 3).
-func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int,
+	low *lowRankTiles) {
 	const nr = 16
 	n, k, kc := p.n, p.k, p.kc
 	nc := split(n, ncMax, nr)
@@ -33,7 +34,8 @@ func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []floa
 		u.packLast(p0, kcur)
 		for j0 := 0; j0 < n; j0 += nc {
 			colPanels := (min(nc, n-j0) + nr - 1) / nr
-			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &p.panel(p0, jj)[0] }, alpha, bcur, c, ldc)
+			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &p.panel(p0, jj)[0] }, alpha, bcur, c, ldc,
+				lastBlock(low, p0+kcur >= k))
 		}
 	}
 }
@@ -45,7 +47,8 @@ func sgemmBlockedBF16(kern *microKernel, workers, m int, alpha float32, a []floa
 // SmolLM2-135M's shapes on a 2-core Zen 3 EPYC (interleaved runs) 141–146 → 147–149 GFLOP/s at 576 × 576,
 // 137–146 → 148–151 at 576 × 1,536, level with x·Wᵀ on the stored panels measured beside it.
 // W's rows and columns must be whole panels of 16 (every model's are).
-func sgemmBlockedBF16N(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+func sgemmBlockedBF16N(kern *microKernel, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int,
+	low *lowRankTiles) {
 	const nr = 16
 	K, n := p.n, p.k // the product's depth (W's rows) and C's columns (W's)
 	kc := kern.kc(K)
@@ -72,7 +75,8 @@ func sgemmBlockedBF16N(kern *microKernel, workers, m int, alpha float32, a []flo
 				_, _ = p.data[off+(kcur/16-1)*nr*width+255], b[(it+1)*kcur*nr-1]
 				gatherTPanelBF16AVX2(&b[it*kcur*nr], &p.data[off], kcur/16, nr*width)
 			})
-			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &b[(jj-j0)*kcur] }, alpha, bcur, c, ldc)
+			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &b[(jj-j0)*kcur] }, alpha, bcur, c, ldc,
+				lastBlock(low, p0+kcur >= K))
 		}
 	}
 }
@@ -114,7 +118,9 @@ func (u *bf16Units) packLast(p0, kcur int) {
 // run multiplies the k-steps p0..p0+kcur-1 of every row panel by colPanels panels of the block of columns
 // from j0 (panel(jj) is the one of columns jj..jj+15, kcur groups of 16 bfloat16 values) into C (n columns
 // in all), the workers taking (row panel, column group) units, each unit's rows in L1 while its panels pass.
-func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj int) *uint16, alpha, beta float32, c []float32, ldc int) {
+// With low, its term is added to each tile after it (in the contraction's last block: lastBlock).
+func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj int) *uint16, alpha, beta float32, c []float32, ldc int,
+	low *lowRankTiles) {
 	const mr, nr = 6, 16
 	rowPanels := (u.m + mr - 1) / mr
 	groups, perGroup := columnGroups(workers, rowPanels, colPanels)
@@ -139,10 +145,21 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 				var t [mr * nr]float32
 				tile(kcur, pa, lda, b, &t[0], nr, 1, 0)
 				mergeTile(t[:], nr, rows, cols, alpha, beta, c[i0*ldc+jj:], ldc)
-				continue
+			} else {
+				_ = c[(i0+rows-1)*ldc+jj+nr-1]
+				tile(kcur, pa, lda, b, &c[i0*ldc+jj], ldc, alpha, beta)
 			}
-			_ = c[(i0+rows-1)*ldc+jj+nr-1]
-			tile(kcur, pa, lda, b, &c[i0*ldc+jj], ldc, alpha, beta)
+			if low != nil {
+				low.tile(c, ldc, i0, rows, jj, min(nr, n-jj))
+			}
 		}
 	})
+}
+
+// lastBlock is low in the contraction's last block, nil before it.
+func lastBlock(low *lowRankTiles, last bool) *lowRankTiles {
+	if last {
+		return low
+	}
+	return nil
 }

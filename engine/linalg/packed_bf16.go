@@ -66,17 +66,28 @@ func (p *PackedBF16) at(j, q int) uint16 {
 // W, into the m × n C (stride ldc): Sgemm(false, true, ...) with B = W, in float32 throughout (every value
 // of W is exact in float32), so the result is Sgemm's on the widened matrix up to summation order.
 func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+	SgemmPackedBF16Plus(m, alpha, a, lda, p, beta, c, ldc, nil)
+}
+
+// SgemmPackedBF16Plus is SgemmPackedBF16 followed by C += lr's term (LowRank: an adapter's s·u·Bᵀ), added to
+// each tile of C as the blocked drivers write it, after the product otherwise; nil lr: none.
+func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int,
+	lr *LowRank) {
 	n, k := p.n, p.k
 	if m < 0 {
 		panic("linalg.SgemmPackedBF16: negative dimension")
 	}
 	checkMatrix("A", false, m, k, a, lda)
 	checkMatrix("C", false, m, n, c, ldc)
+	if lr != nil {
+		lr.check(m, n)
+	}
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
 		scaleMatrix(m, n, beta, c, ldc)
+		lr.addAfter(m, n, c, ldc)
 		return
 	}
 	kern := kernelFor(n)
@@ -101,22 +112,28 @@ func SgemmPackedBF16(m int, alpha float32, a []float32, lda int, p *PackedBF16, 
 			release()
 			workers, release = acquireWorkers(m, n, k)
 		}
-		defer release()
 		sgemmRowGroups(tiles, workers, m, alpha, a, lda, p, beta, c, ldc)
+		release()
+		lr.addAfter(m, n, c, ldc)
 		return
 	}
 	workers, release := acquireWorkers(m, n, k)
-	defer release()
-	if rowTilesBF16[6] != nil && kern.mr == 6 && kern.nr == 16 && p.nr == 16 && p.kc == kern.kc(k) {
+	var low *lowRankTiles // the term as tiles, for the blocked drivers
+	defer func() {
+		release() // the workers first: a term added after the product is a product of its own
+		lr.finish(low, m, n, c, ldc)
+	}()
+	switch {
+	case rowTilesBF16[6] != nil && kern.mr == 6 && kern.nr == 16 && p.nr == 16 && p.kc == kern.kc(k):
 		// AVX2, a training pass's rows: the blocked driver over the stored panels (sgemmBlockedBF16).
-		sgemmBlockedBF16(kern, workers, m, alpha, a, lda, p, beta, c, ldc)
-		return
-	}
-	if m <= panelsMaxRows {
+		low = lr.tiles(m, n)
+		sgemmBlockedBF16(kern, workers, m, alpha, a, lda, p, beta, c, ldc, low)
+	case m <= panelsMaxRows:
 		sgemmPanels(kern, workers, m, n, k, alpha, a, lda, pack, beta, c, ldc)
-		return
+	default:
+		low = lr.tiles(m, n)
+		sgemmBlocked(kern, workers, false, m, n, k, alpha, a, lda, pack, beta, c, ldc, low)
 	}
-	sgemmBlocked(kern, workers, false, m, n, k, alpha, a, lda, pack, beta, c, ldc)
 }
 
 // runRowsMax is the most rows of A for which each worker of a product over packed weights takes one
@@ -305,25 +322,40 @@ func (p *PackedBF16) Row(i int, dst []float32) {
 // W, into the m × k C (stride ldc): the input gradient dy·W of a product x·Wᵀ, in float32 throughout. The
 // blocked driver gathers its panels of W from the packed layout, once per product.
 func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+	SgemmPackedBF16NPlus(m, alpha, a, lda, p, beta, c, ldc, nil)
+}
+
+// SgemmPackedBF16NPlus is SgemmPackedBF16N followed by C += lr's term (LowRank: an adapter's du·A), added to
+// each tile of C as the blocked drivers write it; nil lr: none.
+func SgemmPackedBF16NPlus(m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int,
+	lr *LowRank) {
 	n, k := p.n, p.k
 	if m < 0 {
 		panic("linalg.SgemmPackedBF16N: negative dimension")
 	}
 	checkMatrix("A", false, m, n, a, lda)
 	checkMatrix("C", false, m, k, c, ldc)
+	if lr != nil {
+		lr.check(m, k)
+	}
 	if m == 0 || k == 0 {
 		return
 	}
 	if n == 0 || alpha == 0 {
 		scaleMatrix(m, k, beta, c, ldc)
+		lr.addAfter(m, k, c, ldc)
 		return
 	}
 	kern := kernelFor(k)
 	workers, release := acquireWorkers(m, k, n)
-	defer release()
+	low := lr.tiles(m, k)
+	defer func() {
+		release() // the workers first: a term added after the product is a product of its own
+		lr.finish(low, m, k, c, ldc)
+	}()
 	if rowTilesBF16[6] != nil && kern.mr == 6 && kern.nr == 16 && p.nr == 16 && n%16 == 0 && k%16 == 0 && p.kc%16 == 0 && m > panelsMaxRows {
 		// AVX2, a training pass's rows: W's panels gathered in bfloat16 for the bfloat16 tiles.
-		sgemmBlockedBF16N(kern, workers, m, alpha, a, lda, p, beta, c, ldc)
+		sgemmBlockedBF16N(kern, workers, m, alpha, a, lda, p, beta, c, ldc, low)
 		return
 	}
 	// op(B) = W: the driver's k-steps are W's rows, its columns W's columns. In the packed layout the rows
@@ -383,7 +415,7 @@ func SgemmPackedBF16N(m int, alpha float32, a []float32, lda int, p *PackedBF16,
 		for pp := range kc {
 			clear(dst[pp*nr+cols : (pp+1)*nr])
 		}
-	}, beta, c, ldc)
+	}, beta, c, ldc, low)
 }
 
 // widenT8, where the CPU has AVX2, sets dst[t*ldd+c] to the bfloat16 src[c*lds+t] widened, for t, c < 8.

@@ -134,3 +134,96 @@ func reportRates(b *testing.B, flops float64, cpu time.Duration) {
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	b.ReportMetric(flops*float64(b.N)/cpu.Seconds()/1e9, "GFLOP/cpu-s")
 }
+
+// TestSgemmPackedBF16Plus: the float32 products over packed weights that add a low-rank term as they write C
+// (an adapter's y += s·u·Bᵀ beside x·Wᵀ, dx += du·A beside dy·W) write what the product and then Sgemm's
+// term write, bit for bit: through the blocked drivers (training's rows; AVX2's own, under test-avx2), two
+// blocks of the contraction, ragged edges, and rows the term is added to after the product.
+func TestSgemmPackedBF16Plus(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for _, tc := range []struct{ m, n, k, r int }{
+		{700, 100, 576, 8}, {300, 64, 70, 16}, {257, 40, 600, 8}, {97, 33, 64, 4}, {40, 64, 96, 8}, {5, 48, 32, 8},
+	} {
+		for _, backward := range []bool{false, true} {
+			w16 := make([]uint16, tc.n*tc.k)
+			RoundBF16(w16, randVec(rng, len(w16)))
+			p := PackBF16(tc.n, tc.k, w16, tc.k)
+			in, out := tc.k, tc.n
+			if backward {
+				in, out = tc.n, tc.k
+			}
+			a := randVec(rng, tc.m*in)
+			lr := &LowRank{Rank: tc.r, Alpha: 1.25, U: randVec(rng, tc.m*tc.r), LDU: tc.r, V: randVec(rng, out*tc.r), LDV: tc.r, TransV: true}
+			if backward {
+				lr.LDV, lr.TransV = out, false
+			}
+			c0 := randVec(rng, tc.m*out)
+			c1 := append([]float32(nil), c0...)
+			if backward {
+				SgemmPackedBF16N(tc.m, 1, a, in, p, 0.5, c0, out)
+				SgemmPackedBF16NPlus(tc.m, 1, a, in, p, 0.5, c1, out, lr)
+			} else {
+				SgemmPackedBF16(tc.m, 1, a, in, p, 0.5, c0, out)
+				SgemmPackedBF16Plus(tc.m, 1, a, in, p, 0.5, c1, out, lr)
+			}
+			Sgemm(false, lr.TransV, tc.m, out, tc.r, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, c0, out)
+			for i := range c0 {
+				if c1[i] != c0[i] {
+					t.Fatalf("%v backward=%v: C[%d,%d] = %v, the product and then Sgemm's term %v", tc, backward, i/out, i%out, c1[i], c0[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkLowRank is a projection of a training pass at SmolLM2-135M's shape (4,096 rows, 576 × 576) with
+// an adapter of rank 8, its term added by Sgemm after the product ("after") or by the product as it writes C
+// ("fused"), over the float32 kernels' panels and, where the CPU has them, the pair products. Each iteration
+// takes the next of four sets of A, C and U, 80 MB in all, so that C comes from memory as in a pass.
+//
+//	go test -run XXX -bench LowRank -count 6 ./engine/linalg/
+func BenchmarkLowRank(b *testing.B) {
+	const m, n, k, r, sets = 4096, 576, 576, 8, 4
+	rng := rand.New(rand.NewSource(1))
+	w16 := make([]uint16, n*k)
+	RoundBF16(w16, randVec(rng, n*k))
+	var as, cs [sets][]float32
+	var lrs [sets]*LowRank
+	for s := range sets {
+		as[s], cs[s] = randVec(rng, m*k), make([]float32, m*n)
+		lrs[s] = &LowRank{Rank: r, Alpha: 2, U: randVec(rng, m*r), LDU: r, V: randVec(rng, n*r), LDV: r, TransV: true}
+	}
+	packed, pairs := PackBF16(n, k, w16, k), PackPairs(n, k, w16, k)
+	for _, fused := range []bool{false, true} {
+		name := map[bool]string{false: "after", true: "fused"}[fused]
+		b.Run("float32/"+name, func(b *testing.B) {
+			s := 0
+			for b.Loop() {
+				a, c, lr := as[s], cs[s], lrs[s]
+				s = (s + 1) % sets
+				if fused {
+					SgemmPackedBF16Plus(m, 1, a, k, packed, 0, c, n, lr)
+				} else {
+					SgemmPackedBF16(m, 1, a, k, packed, 0, c, n)
+					lr.addAfter(m, n, c, n)
+				}
+			}
+		})
+		if pairs == nil {
+			continue
+		}
+		b.Run("pairs/"+name, func(b *testing.B) {
+			s := 0
+			for b.Loop() {
+				a, c, lr := as[s], cs[s], lrs[s]
+				s = (s + 1) % sets
+				if fused {
+					SgemmPackedPairsRoundedPlus(m, 1, a, k, nil, pairs, 0, c, n, lr)
+				} else {
+					SgemmPackedPairs(m, 1, a, k, pairs, 0, c, n)
+					lr.addAfter(m, n, c, n)
+				}
+			}
+		})
+	}
+}

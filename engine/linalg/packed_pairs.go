@@ -186,8 +186,8 @@ func SgemmPackedPairsRoundedPlus(m int, alpha float32, a []float32, lda int, rou
 	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded, lr)
 }
 
-// LowRank is a term C += Alpha·U·op(V) of small rank that a product with packed weights adds to each block
-// of C right after writing it, while the block is in cache: a LoRA adapter's y += s·u·Bᵀ beside the base's
+// LowRank is a term C += Alpha·U·op(V) of small rank that a product with packed weights (PackedPairs,
+// PackedBF16) adds to each block of C right after writing it, while the block is in cache: a LoRA adapter's y += s·u·Bᵀ beside the base's
 // x·Wᵀ (V = B, n × Rank, TransV), or its dx += du·A beside dy·W (V = A, Rank × n). As a product of its own
 // the term read all of C back from memory and wrote it again, a pass over every projection's output that
 // took 5% of an RL step's CPU at SmolLM2-135M's shape on a Zen 5 EPYC. Its sums are Sgemm's for the term
@@ -220,7 +220,30 @@ func (lr *LowRank) blocked(m, n int) bool {
 // addAfter adds the term to the m × n C with Sgemm, after the product: where the product's blocks of C are
 // not the blocked kernel's (few rows, no pair products).
 func (lr *LowRank) addAfter(m, n int, c []float32, ldc int) {
+	if lr == nil {
+		return
+	}
 	Sgemm(false, lr.TransV, m, n, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, c, ldc)
+}
+
+// tiles lays the term out for a driver that adds it tile by tile, U from row 0: nil without a term, or where
+// Sgemm would not give it the blocked kernel (finish then adds it after the product).
+func (lr *LowRank) tiles(m, n int) *lowRankTiles {
+	if lr == nil || !lr.blocked(m, n) {
+		return nil
+	}
+	t := newLowRankTiles(lr, n)
+	t.packRows(0, m)
+	return t
+}
+
+// finish ends a product that took the term as tiles (low) or not: its buffers back, or the term added now.
+func (lr *LowRank) finish(low *lowRankTiles, m, n int, c []float32, ldc int) {
+	if low != nil {
+		low.release()
+		return
+	}
+	lr.addAfter(m, n, c, ldc)
 }
 
 // lowRankTiles is a LowRank term laid out for the blocked kernel that Sgemm would give it: op(V) in panels of
@@ -258,14 +281,19 @@ func (t *lowRankTiles) packRows(i0, rows int) {
 // add adds the term to C's block of the packed rows (all of them) and columns j0 .. j0+cols-1; j0 is a
 // multiple of the kernel's nr.
 func (t *lowRankTiles) add(c []float32, ldc, rows, j0, cols int) {
-	mr, nr, r := t.kern.mr, t.kern.nr, t.lr.Rank
+	mr, nr := t.kern.mr, t.kern.nr
 	for jj := j0; jj < j0+cols; jj += nr {
-		bp := (*t.vp)[jj/nr*r*nr:]
-		cw := min(nr, j0+cols-jj)
 		for i := 0; i < rows; i += mr {
-			t.kern.tile(r, (*t.up)[i*r:], bp, c[(t.chunkRow+i)*ldc+jj:], ldc, t.lr.Alpha, 1, min(mr, rows-i), cw)
+			t.tile(c, ldc, i, min(mr, rows-i), jj, min(nr, j0+cols-jj))
 		}
 	}
+}
+
+// tile adds the term to one tile of C: rows i .. i+rows-1 of the packed ones (i a multiple of mr, rows ≤ mr),
+// columns jj .. jj+cols-1 (jj a multiple of nr, cols ≤ nr).
+func (t *lowRankTiles) tile(c []float32, ldc, i, rows, jj, cols int) {
+	r, nr := t.lr.Rank, t.kern.nr
+	t.kern.tile(r, (*t.up)[i*r:], (*t.vp)[jj/nr*r*nr:], c[(t.chunkRow+i)*ldc+jj:], ldc, t.lr.Alpha, 1, rows, cols)
 }
 
 func (t *lowRankTiles) release() {

@@ -292,9 +292,9 @@ func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 // linearRounded is linear with x's rows also rounded to bfloat16 already (x16, from Pass.rounded; nil:
 // not), which the product with the base takes where it can (linalg.SgemmPackedPairsRounded).
 //
-// The adapter's s·u·Bᵀ is added to y as the product with the base writes it (linalg.LowRank) where the base
-// is held in the pair layout and the pass is not a decoding step, as a product of its own after it
-// elsewhere; then the bias.
+// The adapter's s·u·Bᵀ goes into y with the product with the base (Mat.mulTPlus: as it writes y, where the
+// base is held packed) unless the pass is a decoding step, as a product of its own after it there; then the
+// bias.
 func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16, y []float32, beta float32) {
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
@@ -304,10 +304,9 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 		u = p.adapterInput(l, m, lc, x)
 	}
 	switch {
-	case u != nil && w.pairs != nil && p.decode == nil:
+	case u != nil && p.decode == nil:
 		r := p.lora.Rank
-		lr := &linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}
-		linalg.SgemmPackedPairsRoundedPlus(N, 1, x, w.Cols, x16, w.pairs, beta, y, w.Rows, lr)
+		w.mulTPlus(N, x, x16, beta, y, &linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true})
 		p.FlopsFwd += int64(2 * N * out * r)
 		u = nil
 	case x16 != nil && w.pairs != nil:

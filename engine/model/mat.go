@@ -108,15 +108,34 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 	}
 }
 
-// MulPlus is Mul followed by dx += lr's term, added as the product writes dx where the matrix is held in the
-// pair layout (linalg.SgemmPackedPairsNPlus), after it otherwise.
+// MulPlus is Mul followed by dx += lr's term (an adapter's du·A), which the product adds as it writes dx where
+// the matrix is held packed (pairs, or panels for the float32 kernels: linalg.LowRank), and Sgemm after it
+// otherwise.
 func (m *Mat) MulPlus(n int, dy []float32, beta float32, dx []float32, lr *linalg.LowRank) {
-	if m.pairs != nil {
+	switch {
+	case m.pairs != nil:
 		linalg.SgemmPackedPairsNPlus(n, 1, dy, m.Rows, m.pairs, beta, dx, m.Cols, lr)
-		return
+	case m.BF16 == nil && m.packed != nil: // as Mul takes it
+		linalg.SgemmPackedBF16NPlus(n, 1, dy, m.Rows, m.packed, beta, dx, m.Cols, lr)
+	default:
+		m.Mul(n, dy, beta, dx)
+		linalg.Sgemm(false, lr.TransV, n, m.Cols, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, dx, m.Cols)
 	}
-	m.Mul(n, dy, beta, dx)
-	linalg.Sgemm(false, lr.TransV, n, m.Cols, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, dx, m.Cols)
+}
+
+// mulTPlus is MulT, with x's rows rounded to bfloat16 already where x16 is not nil (for the pair products,
+// linalg.SgemmPackedPairsRounded), followed by y += lr's term (an adapter's s·u·Bᵀ), which the product adds
+// as it writes y where the matrix is held packed, and Sgemm after it otherwise.
+func (m *Mat) mulTPlus(n int, x []float32, x16 []uint16, beta float32, y []float32, lr *linalg.LowRank) {
+	switch {
+	case m.pairs != nil:
+		linalg.SgemmPackedPairsRoundedPlus(n, 1, x, m.Cols, x16, m.pairs, beta, y, m.Rows, lr)
+	case m.packed != nil && !(m.BF16 != nil && linalg.BF16Train()) && (m.BF16 == nil || n >= packedMinRows): // as MulT
+		linalg.SgemmPackedBF16Plus(n, 1, x, m.Cols, m.packed, beta, y, m.Rows, lr)
+	default:
+		m.MulT(n, x, beta, y)
+		linalg.Sgemm(false, lr.TransV, n, m.Rows, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, y, m.Rows)
+	}
 }
 
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
