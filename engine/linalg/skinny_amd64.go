@@ -26,8 +26,8 @@ func init() {
 //	dA += duᵀ·x                 C += alpha·Uᵀ·X for C with r rows (skinnyOuter)
 //	dB += s·dyᵀ·u               the same for Cᵀ, then added to C transposed
 //
-// The remaining two, y += s·u·Bᵀ and dx += du·A (k = r), stream C once and the blocked kernel runs them
-// near the memory's rate already.
+// The remaining two, y += s·u·Bᵀ and dx += du·A (k = r), go on the blocked kernel's tiles inside the base's
+// product, on each block of C it has just written (LowRank).
 
 // skinnyMinRows is the fewest rows (tokens) a skinny product takes: below it the few-row kernels and the
 // blocked kernel, whose packing is then small, serve as before.
