@@ -301,13 +301,10 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 					for g := range G {
 						x := (r*G + g) * W
 						ar, dr := A[x:x+a+1], dA[x:x+P+r1]
-						// The dot product stays a sequential sum, as before: with linalg.Dot's partial sums
-						// (other roundings) a sharded step's update and the single step's differed by 1.0e-4
-						// relative on AVX2, against 3.6e-5 (TestShardedStepMatchesOneStep's bound: 1e-4).
-						var dot float32
-						for j, av := range ar {
-							dot += av * dr[j]
-						}
+						// rowsum(A ⊙ dA) = Σⱼ Aⱼ·(datt·vⱼ) = datt·(Σⱼ Aⱼ·vⱼ): the row's output gradient dotted with
+						// its output, head_dim values where the weights' row has a + 1 (FlashAttention's D).
+						y := (base+r)*qd + ho + g*hd
+						dot := linalg.Dot(datt[y:y+hd], lc.att[y:y+hd])
 						linalg.MulShift(dr[:a+1], ar, dot)
 						clear(dr[a+1:])
 						if capped != nil {
