@@ -140,7 +140,7 @@ func TestOpenDirDoesNotHoldTheFiles(t *testing.T) {
 	// Packing the matrices for the kernel (model.Weights.Pack) allocates their packed layout once more.
 	alloc := int64(after.TotalAlloc-before.TotalAlloc) - b.w.PackedBytes()
 	t.Logf("files %d bytes, bfloat16 weights %d bytes, allocated while loading %d bytes besides the packing", files, weights, alloc)
-	if alloc >= files {
+	if alloc >= files && !raceEnabled { // under -race the pools' buffers are dropped at random, and reallocated
 		t.Fatalf("loading %d bytes of files allocated %d bytes: the files' contents are held", files, alloc)
 	}
 	if b.NumParams() != cfg.NumParams() {
