@@ -111,15 +111,14 @@ func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, ld
 	if m <= 0 {
 		return
 	}
-	if alpha == 0 || (lr != nil && !lr.blocked(m, out)) {
-		if alpha == 0 {
-			scaleMatrix(m, out, beta, c, ldc)
-		} else {
-			pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, nil)
-		}
-		if lr != nil {
-			lr.addAfter(m, out, c, ldc)
-		}
+	switch {
+	case alpha == 0:
+		scaleMatrix(m, out, beta, c, ldc)
+		lr.addAfter(m, out, c, ldc)
+		return
+	case lr != nil && !lr.blocked(m, out):
+		pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, nil)
+		lr.addAfter(m, out, c, ldc)
 		return
 	}
 	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, lr)
@@ -187,12 +186,13 @@ func SgemmPackedPairsRoundedPlus(m int, alpha float32, a []float32, lda int, rou
 }
 
 // LowRank is a term C += Alpha·U·op(V) of small rank that a product with packed weights (PackedPairs,
-// PackedBF16) adds to each block of C right after writing it, while the block is in cache: a LoRA adapter's y += s·u·Bᵀ beside the base's
-// x·Wᵀ (V = B, n × Rank, TransV), or its dx += du·A beside dy·W (V = A, Rank × n). As a product of its own
-// the term read all of C back from memory and wrote it again, a pass over every projection's output that
-// took 5% of an RL step's CPU at SmolLM2-135M's shape on a Zen 5 EPYC. Its sums are Sgemm's for the term
-// (beta 1), bit for bit: the blocked kernel's tiles over one block of Rank where Sgemm would use them
-// (LowRank.blocked: a pass of more than 64 rows), Sgemm itself after the product elsewhere.
+// PackedBF16) adds to each block of C right after writing it, while the block is in cache: a LoRA adapter's
+// y += s·u·Bᵀ beside the base's x·Wᵀ (V = B, n × Rank, TransV), or its dx += du·A beside dy·W (V = A,
+// Rank × n). As a product of its own the term read all of C back from memory and wrote it again, a pass over
+// every projection's output that took 5% of an RL step's CPU at SmolLM2-135M's shape on a Zen 5 EPYC. Its
+// sums are Sgemm's for the term (beta 1), bit for bit: the blocked kernel's tiles over one block of Rank where
+// Sgemm would use them (LowRank.blocked: a pass of more than 64 rows), Sgemm itself after the product
+// elsewhere.
 type LowRank struct {
 	Rank   int
 	Alpha  float32
@@ -209,16 +209,15 @@ func (lr *LowRank) check(m, n int) {
 	checkMatrix("V", lr.TransV, lr.Rank, n, lr.V, lr.LDV)
 }
 
-// blocked reports whether Sgemm gives the term the blocked kernel for an m × n C (sgemmGo: past its
-// few-row, dot and naive paths; the skinny kernels take no term with beta 1), so that the tiles added as the
-// product goes match it bit for bit.
-// The term's Rank must be one block of the kernel's contraction.
+// blocked reports whether Sgemm gives the term the blocked kernel for an m × n C, in one block of the
+// kernel's contraction (sgemmGo: past its few-row, dot and naive paths; the skinny kernels take no term with
+// beta 1), so that the tiles added as the product goes match it bit for bit.
 func (lr *LowRank) blocked(m, n int) bool {
 	return m > 64 && n > 16 && m*n*lr.Rank >= smallMACs && kernelFor(n).kc(lr.Rank) >= lr.Rank
 }
 
-// addAfter adds the term to the m × n C with Sgemm, after the product: where the product's blocks of C are
-// not the blocked kernel's (few rows, no pair products).
+// addAfter adds the term (none when lr is nil) to the m × n C with Sgemm, after the product: where the
+// product's blocks of C are not the blocked kernel's (few rows, no pair products).
 func (lr *LowRank) addAfter(m, n int, c []float32, ldc int) {
 	if lr == nil {
 		return

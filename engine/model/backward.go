@@ -198,7 +198,8 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 	if needDX {
 		if adapted && lc.mask[m] == nil {
 			r := p.lora.Rank
-			w.MulPlus(N, dy, beta, dx, &linalg.LowRank{Rank: r, Alpha: 1, U: du, LDU: r, V: p.lora.A[l][m], LDV: in})
+			lr := linalg.LowRank{Rank: r, Alpha: 1, U: du, LDU: r, V: p.lora.A[l][m], LDV: in}
+			w.MulPlus(N, dy, beta, dx, &lr)
 			added = true
 		} else {
 			w.Mul(N, dy, beta, dx)

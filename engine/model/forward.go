@@ -306,7 +306,8 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 	switch {
 	case u != nil && p.decode == nil:
 		r := p.lora.Rank
-		w.mulTPlus(N, x, x16, beta, y, &linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true})
+		lr := linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}
+		w.mulTPlus(N, x, x16, beta, y, &lr)
 		p.FlopsFwd += int64(2 * N * out * r)
 		u = nil
 	case x16 != nil && w.pairs != nil:
