@@ -194,36 +194,33 @@ func BenchmarkLowRank(b *testing.B) {
 		lrs[s] = &LowRank{Rank: r, Alpha: 2, U: randVec(rng, m*r), LDU: r, V: randVec(rng, n*r), LDV: r, TransV: true}
 	}
 	packed, pairs := PackBF16(n, k, w16, k), PackPairs(n, k, w16, k)
-	for _, fused := range []bool{false, true} {
-		name := map[bool]string{false: "after", true: "fused"}[fused]
-		b.Run("float32/"+name, func(b *testing.B) {
-			s := 0
-			for b.Loop() {
-				a, c, lr := as[s], cs[s], lrs[s]
-				s = (s + 1) % sets
-				if fused {
-					SgemmPackedBF16Plus(m, 1, a, k, packed, 0, c, n, lr)
-				} else {
-					SgemmPackedBF16(m, 1, a, k, packed, 0, c, n)
-					lr.addAfter(m, n, c, n)
+	// Each form's product with the term (nil: none).
+	type form struct {
+		name    string
+		product func(a, c []float32, lr *LowRank)
+	}
+	forms := []form{{"float32", func(a, c []float32, lr *LowRank) { SgemmPackedBF16Plus(m, 1, a, k, packed, 0, c, n, lr) }}}
+	if pairs != nil {
+		forms = append(forms, form{"pairs", func(a, c []float32, lr *LowRank) {
+			SgemmPackedPairsRoundedPlus(m, 1, a, k, nil, pairs, 0, c, n, lr)
+		}})
+	}
+	for _, f := range forms {
+		product := f.product
+		for _, fused := range []bool{false, true} {
+			b.Run(f.name+"/"+map[bool]string{false: "after", true: "fused"}[fused], func(b *testing.B) {
+				s := 0
+				for b.Loop() {
+					a, c, lr := as[s], cs[s], lrs[s]
+					s = (s + 1) % sets
+					if fused {
+						product(a, c, lr)
+					} else {
+						product(a, c, nil)
+						lr.addAfter(m, n, c, n)
+					}
 				}
-			}
-		})
-		if pairs == nil {
-			continue
+			})
 		}
-		b.Run("pairs/"+name, func(b *testing.B) {
-			s := 0
-			for b.Loop() {
-				a, c, lr := as[s], cs[s], lrs[s]
-				s = (s + 1) % sets
-				if fused {
-					SgemmPackedPairsRoundedPlus(m, 1, a, k, nil, pairs, 0, c, n, lr)
-				} else {
-					SgemmPackedPairs(m, 1, a, k, pairs, 0, c, n)
-					lr.addAfter(m, n, c, n)
-				}
-			}
-		})
 	}
 }
