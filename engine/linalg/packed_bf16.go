@@ -79,15 +79,13 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 	}
 	checkMatrix("A", false, m, k, a, lda)
 	checkMatrix("C", false, m, n, c, ldc)
-	if lr != nil {
-		lr.check(m, n)
-	}
+	lr.check(m, n)
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
 		scaleMatrix(m, n, beta, c, ldc)
-		lr.addAfter(m, n, c, ldc)
+		lr.Add(m, n, c, ldc)
 		return
 	}
 	kern := kernelFor(n)
@@ -114,7 +112,7 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 		}
 		sgemmRowGroups(tiles, workers, m, alpha, a, lda, p, beta, c, ldc)
 		release()
-		lr.addAfter(m, n, c, ldc)
+		lr.Add(m, n, c, ldc)
 		return
 	}
 	workers, release := acquireWorkers(m, n, k)
@@ -335,15 +333,13 @@ func SgemmPackedBF16NPlus(m int, alpha float32, a []float32, lda int, p *PackedB
 	}
 	checkMatrix("A", false, m, n, a, lda)
 	checkMatrix("C", false, m, k, c, ldc)
-	if lr != nil {
-		lr.check(m, k)
-	}
+	lr.check(m, k)
 	if m == 0 || k == 0 {
 		return
 	}
 	if n == 0 || alpha == 0 {
 		scaleMatrix(m, k, beta, c, ldc)
-		lr.addAfter(m, k, c, ldc)
+		lr.Add(m, k, c, ldc)
 		return
 	}
 	kern := kernelFor(k)

@@ -217,7 +217,7 @@ func BenchmarkLowRank(b *testing.B) {
 						product(a, c, lr)
 					} else {
 						product(a, c, nil)
-						lr.addAfter(m, n, c, n)
+						lr.Add(m, n, c, n)
 					}
 				}
 			})

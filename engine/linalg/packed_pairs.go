@@ -105,20 +105,18 @@ func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, ld
 	}
 	checkMatrix("A", false, m, in, a, lda)
 	checkMatrix("C", false, m, out, c, ldc)
-	if lr != nil {
-		lr.check(m, out)
-	}
+	lr.check(m, out)
 	if m <= 0 {
 		return
 	}
 	switch {
 	case alpha == 0:
 		scaleMatrix(m, out, beta, c, ldc)
-		lr.addAfter(m, out, c, ldc)
+		lr.Add(m, out, c, ldc)
 		return
 	case lr != nil && !lr.blocked(m, out):
 		pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, nil)
-		lr.addAfter(m, out, c, ldc)
+		lr.Add(m, out, c, ldc)
 		return
 	}
 	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, lr)
@@ -176,9 +174,7 @@ func SgemmPackedPairsRoundedPlus(m int, alpha float32, a []float32, lda int, rou
 	}
 	checkMatrix("A", false, m, p.k, a, lda)
 	checkMatrix("C", false, m, p.n, c, ldc)
-	if lr != nil {
-		lr.check(m, p.n)
-	}
+	lr.check(m, p.n)
 	if need := RoundedLen(m, p.k); len(rounded) < need {
 		panic(fmt.Sprintf("linalg.SgemmPackedPairsRounded: %d rounded values, %d rows of %d need %d", len(rounded), m, p.k, need))
 	}
@@ -203,8 +199,11 @@ type LowRank struct {
 	TransV bool
 }
 
-// check panics, as Sgemm would, where the term's slices cannot hold m × Rank and op(V) Rank × n.
+// check panics, as Sgemm would, where the term's slices cannot hold m × Rank and op(V) Rank × n (nil: no term).
 func (lr *LowRank) check(m, n int) {
+	if lr == nil {
+		return
+	}
 	checkMatrix("U", false, m, lr.Rank, lr.U, lr.LDU)
 	checkMatrix("V", lr.TransV, lr.Rank, n, lr.V, lr.LDV)
 }
@@ -216,9 +215,9 @@ func (lr *LowRank) blocked(m, n int) bool {
 	return m > 64 && n > 16 && m*n*lr.Rank >= smallMACs && kernelFor(n).kc(lr.Rank) >= lr.Rank
 }
 
-// addAfter adds the term (none when lr is nil) to the m × n C with Sgemm, after the product: where the
-// product's blocks of C are not the blocked kernel's (few rows, no pair products).
-func (lr *LowRank) addAfter(m, n int, c []float32, ldc int) {
+// Add adds the term (none when lr is nil) to the m × n C with Sgemm, as a product of its own: after a product
+// whose blocks of C are not the blocked kernel's (few rows, no packed weights).
+func (lr *LowRank) Add(m, n int, c []float32, ldc int) {
 	if lr == nil {
 		return
 	}
@@ -226,7 +225,7 @@ func (lr *LowRank) addAfter(m, n int, c []float32, ldc int) {
 }
 
 // tiles lays the term out for a driver that adds it tile by tile, U from row 0: nil without a term, or where
-// Sgemm would not give it the blocked kernel (finish then adds it after the product).
+// Sgemm would not give it the blocked kernel (finish then adds it after the product: Add).
 func (lr *LowRank) tiles(m, n int) *lowRankTiles {
 	if lr == nil || !lr.blocked(m, n) {
 		return nil
@@ -242,7 +241,7 @@ func (lr *LowRank) finish(low *lowRankTiles, m, n int, c []float32, ldc int) {
 		low.release()
 		return
 	}
-	lr.addAfter(m, n, c, ldc)
+	lr.Add(m, n, c, ldc)
 }
 
 // lowRankTiles is a LowRank term laid out for the blocked kernel that Sgemm would give it: op(V) in panels of

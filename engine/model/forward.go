@@ -299,28 +299,27 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 	out, in := p.w.Cfg.Shape(m)
 	N := p.N
 	w := &p.w.Layers[l].W[m]
-	var u []float32 // the adapter's x·Aᵀ
-	if adapted := p.seqLoRA == nil && p.lora != nil && p.lora.Targets[m]; adapted {
-		u = p.adapterInput(l, m, lc, x)
+	adapted := p.seqLoRA == nil && p.lora != nil && p.lora.Targets[m]
+	var term linalg.LowRank // the adapter's s·u·Bᵀ, u = x·Aᵀ
+	if adapted {
+		r := p.lora.Rank
+		u := p.adapterInput(l, m, lc, x)
+		term = linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}
+		p.FlopsFwd += int64(2 * N * out * r)
 	}
 	switch {
-	case u != nil && p.decode == nil:
-		r := p.lora.Rank
-		lr := linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}
+	case adapted && p.decode == nil:
+		lr := term // on the heap (the products keep it); a decoding step's term is not
 		w.mulTPlus(N, x, x16, beta, y, &lr)
-		p.FlopsFwd += int64(2 * N * out * r)
-		u = nil
-	case x16 != nil && w.pairs != nil:
+	case x16 != nil && w.pairs != nil: // a pass's rows rounded ahead: not a decoding step, so not adapted here
 		linalg.SgemmPackedPairsRounded(N, 1, x, w.Cols, x16, w.pairs, beta, y, w.Rows)
 	default:
 		w.mulTPass(p.team, p.decode != nil, N, x, beta, y)
+		if adapted {
+			term.Add(N, out, y, out)
+		}
 	}
 	p.FlopsFwd += int64(2 * N * out * in)
-	if u != nil {
-		r := p.lora.Rank
-		linalg.Sgemm(false, true, N, out, r, p.lora.Scale(), u, r, p.lora.B[l][m], r, 1, y, out)
-		p.FlopsFwd += int64(2 * N * out * r)
-	}
 	if b := p.w.Layers[l].Bias[m]; b != nil {
 		for r := 0; r < N; r++ {
 			linalg.Axpy(1, b, y[r*out:(r+1)*out])

@@ -119,7 +119,7 @@ func (m *Mat) MulPlus(n int, dy []float32, beta float32, dx []float32, lr *linal
 		linalg.SgemmPackedBF16NPlus(n, 1, dy, m.Rows, m.packed, beta, dx, m.Cols, lr)
 	default:
 		m.Mul(n, dy, beta, dx)
-		linalg.Sgemm(false, lr.TransV, n, m.Cols, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, dx, m.Cols)
+		lr.Add(n, m.Cols, dx, m.Cols)
 	}
 }
 
@@ -134,7 +134,7 @@ func (m *Mat) mulTPlus(n int, x []float32, x16 []uint16, beta float32, y []float
 		linalg.SgemmPackedBF16Plus(n, 1, x, m.Cols, m.packed, beta, y, m.Rows, lr)
 	default:
 		m.MulT(n, x, beta, y)
-		linalg.Sgemm(false, lr.TransV, n, m.Rows, lr.Rank, lr.Alpha, lr.U, lr.LDU, lr.V, lr.LDV, 1, y, m.Rows)
+		lr.Add(n, m.Rows, y, m.Rows)
 	}
 }
 
