@@ -65,23 +65,7 @@ func newMat(rows, cols int, dtype DType) Mat {
 // the pair products where the matrix is held in their layout (Pack, under linalg.PairsServeBatches) or
 // linalg.BF16Train says so.
 func (m *Mat) MulT(n int, x []float32, beta float32, y []float32) {
-	if m.pairs != nil {
-		linalg.SgemmPackedPairs(n, 1, x, m.Cols, m.pairs, beta, y, m.Rows)
-		return
-	}
-	if m.BF16 != nil && linalg.BF16Train() {
-		linalg.SgemmBF16Train(true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
-		return
-	}
-	if m.packed != nil && (m.BF16 == nil || n >= packedMinRows) {
-		linalg.SgemmPackedBF16(n, 1, x, m.Cols, m.packed, beta, y, m.Rows)
-		return
-	}
-	if m.BF16 != nil {
-		linalg.SgemmBF16(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
-		return
-	}
-	linalg.Sgemm(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.F32, m.Cols, beta, y, m.Rows)
+	m.mulTPlus(n, x, nil, beta, y, nil)
 }
 
 // mulTPass is MulT in a pass: with t, when set, taking part in a one-row bfloat16 product (a decoding step
@@ -108,55 +92,51 @@ func (m *Mat) mulTPass(t *linalg.Team, infer bool, n int, x []float32, beta floa
 	}
 }
 
-// MulPlus is Mul followed by dx += lr's term (an adapter's du·A), which the product adds as it writes dx where
-// the matrix is held packed (pairs, or panels for the float32 kernels: linalg.LowRank), and Sgemm after it
-// otherwise.
+// MulPlus is Mul followed by dx += lr's term (an adapter's du·A; nil: none), which the product adds as it
+// writes dx where the matrix is held packed (pairs, or panels for the float32 kernels: linalg.LowRank), and
+// Sgemm after it otherwise.
 func (m *Mat) MulPlus(n int, dy []float32, beta float32, dx []float32, lr *linalg.LowRank) {
 	switch {
 	case m.pairs != nil:
 		linalg.SgemmPackedPairsNPlus(n, 1, dy, m.Rows, m.pairs, beta, dx, m.Cols, lr)
-	case m.BF16 == nil && m.packed != nil: // as Mul takes it
+		return
+	case m.BF16 != nil && linalg.BF16Train():
+		linalg.SgemmBF16Train(false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
+	case m.BF16 == nil && m.packed != nil:
 		linalg.SgemmPackedBF16NPlus(n, 1, dy, m.Rows, m.packed, beta, dx, m.Cols, lr)
+		return
+	case m.BF16 != nil:
+		linalg.SgemmBF16(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
 	default:
-		m.Mul(n, dy, beta, dx)
-		lr.Add(n, m.Cols, dx, m.Cols)
+		linalg.Sgemm(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.F32, m.Cols, beta, dx, m.Cols)
 	}
+	lr.Add(n, m.Cols, dx, m.Cols)
 }
 
 // mulTPlus is MulT, with x's rows rounded to bfloat16 already where x16 is not nil (for the pair products,
-// linalg.SgemmPackedPairsRounded), followed by y += lr's term (an adapter's s·u·Bᵀ), which the product adds
-// as it writes y where the matrix is held packed, and Sgemm after it otherwise.
+// linalg.SgemmPackedPairsRounded), followed by y += lr's term (an adapter's s·u·Bᵀ; nil: none), which the
+// product adds as it writes y where the matrix is held packed, and Sgemm after it otherwise.
 func (m *Mat) mulTPlus(n int, x []float32, x16 []uint16, beta float32, y []float32, lr *linalg.LowRank) {
 	switch {
 	case m.pairs != nil:
 		linalg.SgemmPackedPairsRoundedPlus(n, 1, x, m.Cols, x16, m.pairs, beta, y, m.Rows, lr)
-	case m.packed != nil && !(m.BF16 != nil && linalg.BF16Train()) && (m.BF16 == nil || n >= packedMinRows): // as MulT
+		return
+	case m.BF16 != nil && linalg.BF16Train():
+		linalg.SgemmBF16Train(true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
+	case m.packed != nil && (m.BF16 == nil || n >= packedMinRows):
 		linalg.SgemmPackedBF16Plus(n, 1, x, m.Cols, m.packed, beta, y, m.Rows, lr)
+		return
+	case m.BF16 != nil:
+		linalg.SgemmBF16(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.BF16, m.Cols, beta, y, m.Rows)
 	default:
-		m.MulT(n, x, beta, y)
-		lr.Add(n, m.Rows, y, m.Rows)
+		linalg.Sgemm(false, true, n, m.Rows, m.Cols, 1, x, m.Cols, m.F32, m.Cols, beta, y, m.Rows)
 	}
+	lr.Add(n, m.Rows, y, m.Rows)
 }
 
 // Mul sets dx = dy·M + beta·dx for n rows of dy [n × Rows] and dx [n × Cols] (the input gradient of MulT).
 func (m *Mat) Mul(n int, dy []float32, beta float32, dx []float32) {
-	if m.pairs != nil {
-		linalg.SgemmPackedPairsN(n, 1, dy, m.Rows, m.pairs, beta, dx, m.Cols)
-		return
-	}
-	if m.BF16 != nil && linalg.BF16Train() {
-		linalg.SgemmBF16Train(false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
-		return
-	}
-	if m.BF16 == nil && m.packed != nil {
-		linalg.SgemmPackedBF16N(n, 1, dy, m.Rows, m.packed, beta, dx, m.Cols)
-		return
-	}
-	if m.BF16 != nil {
-		linalg.SgemmBF16(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.BF16, m.Cols, beta, dx, m.Cols)
-		return
-	}
-	linalg.Sgemm(false, false, n, m.Cols, m.Rows, 1, dy, m.Rows, m.F32, m.Cols, beta, dx, m.Cols)
+	m.MulPlus(n, dy, beta, dx, nil)
 }
 
 // Row copies row i into dst (an embedding lookup).
