@@ -5,6 +5,12 @@ package linalg
 // registers: C = alpha·Ap·P + beta·C on the top r rows of a 6×16 tile.
 var rowTilesBF16 [7]func(kc int, a *float32, b *uint16, c *float32, ldc int, alpha, beta float32)
 
+// panelPlusBF16, where the CPU has AVX2 and FMA, is panelTilesBF16[6] that then adds a low-rank term to the
+// tile it has written, as the blocked kernel's tile over the term's packed operands would
+// (panel6x16BF16PlusAVX2): a training pass's adapted projections without a second call and pass over C
+// for each 6 × 16 tile.
+var panelPlusBF16 func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, r int, u, v *float32, lowAlpha float32)
+
 // sgemmBlockedBF16 is the blocked driver (sgemmBlocked) over W's stored panels, for a training pass's rows
 // on AVX2 (kern is the 6×16 avx2Kernel, whose packing of A it uses for a last panel of 1 or 2 rows): per block
 // of kc k-steps the workers take (row panel, column group) units, each running the panel tiles across a block
@@ -145,15 +151,36 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 				var t [mr * nr]float32
 				tile(kcur, pa, lda, b, &t[0], nr, 1, 0)
 				mergeTile(t[:], nr, rows, cols, alpha, beta, c[i0*ldc+jj:], ldc)
+				if low != nil {
+					low.tile(c, ldc, i0, rows, jj, cols)
+				}
+			} else if low != nil && rows == mr && low.plus() {
+				low.panelPlus(kcur, pa, lda, b, c, ldc, i0, jj, alpha, beta)
 			} else {
 				_ = c[(i0+rows-1)*ldc+jj+nr-1]
 				tile(kcur, pa, lda, b, &c[i0*ldc+jj], ldc, alpha, beta)
-			}
-			if low != nil {
-				low.tile(c, ldc, i0, rows, jj, min(nr, n-jj))
+				if low != nil {
+					low.tile(c, ldc, i0, rows, jj, nr)
+				}
 			}
 		}
 	})
+}
+
+// plus reports whether panelPlus can add the term to a full tile: the blocked kernel the term's tiles were
+// laid out for is panel6x16BF16PlusAVX2's (AVX2's 6 × 16).
+func (t *lowRankTiles) plus() bool {
+	return panelPlusBF16 != nil && t.kern.mr == 6 && t.kern.nr == 16
+}
+
+// panelPlus runs the panel tile of rows i .. i+5 of the term's chunk (6 rows of A at a, stride lda, times the
+// 16-wide bfloat16 panel b, over kc steps) into C's columns jj .. jj+15 and adds the term to them after.
+func (t *lowRankTiles) panelPlus(kc int, a *float32, lda int, b *uint16, c []float32, ldc, i, jj int, alpha, beta float32) {
+	r := t.lr.Rank
+	up, vp := (*t.up)[i*r:(i+6)*r], (*t.vp)[jj/16*r*16:][:r*16]
+	tc := c[(t.chunkRow+i)*ldc+jj:]
+	_ = tc[5*ldc+15]
+	panelPlusBF16(kc, a, lda, b, &tc[0], ldc, alpha, beta, r, &up[0], &vp[0], t.lr.Alpha)
 }
 
 // lastBlock is low in the contraction's last block, nil before it.

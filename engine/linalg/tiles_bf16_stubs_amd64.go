@@ -152,6 +152,10 @@ func panel10x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc
 // 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
 func panel11x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
+// Then it adds lowAlpha·U·V to them, U r groups of 6 packed values and V r groups of 16 (tile6x16AVX2's
+// operands and operations, beta 1).
+func panel6x16BF16PlusAVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, r int, u *float32, v *float32, lowAlpha float32)
+
 // packA6AVX2 packs chunks×8 k-steps of 6 rows of A (row stride lda) into dst as groups of 6 values, writing
 // 2 values past the last group.
 func packA6AVX2(dst *float32, src *float32, chunks int, lda int)
