@@ -5,11 +5,14 @@ package linalg
 // registers: C = alpha·Ap·P + beta·C on the top r rows of a 6×16 tile.
 var rowTilesBF16 [7]func(kc int, a *float32, b *uint16, c *float32, ldc int, alpha, beta float32)
 
-// panelPlusBF16, where the CPU has AVX2 and FMA, is panelTilesBF16[6] that then adds a low-rank term to the
-// tile it has written, as the blocked kernel's tile over the term's packed operands would
-// (panel6x16BF16PlusAVX2): a training pass's adapted projections without a second call and pass over C
-// for each 6 × 16 tile.
-var panelPlusBF16 func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, r int, u, v *float32, lowAlpha float32)
+// panelsBF16 and panelsPlusBF16, where the CPU has AVX2 and FMA, run panelTilesBF16[6] over n panels side by
+// side (panels6x16BF16AVX2), the second adding a low-rank term to each tile it has written, as the blocked
+// kernel's tile over the term's packed operands would (panels6x16BF16PlusAVX2): a unit of a training pass's
+// product in one call instead of a call from Go per 6 × 16 tile and a second one for the term.
+var (
+	panelsBF16     func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, n int)
+	panelsPlusBF16 func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, n, r int, u, v *float32, lowAlpha float32)
+)
 
 // sgemmBlockedBF16 is the blocked driver (sgemmBlocked) over W's stored panels, for a training pass's rows
 // on AVX2 (kern is the 6×16 avx2Kernel, whose packing of A it uses for a last panel of 1 or 2 rows): per block
@@ -143,7 +146,24 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 				row(k, a, b, c, ldc, alpha, beta)
 			}
 		}
-		for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
+		jp0, jp1 := g*perGroup, min(colPanels, (g+1)*perGroup)
+		if full := min(jp1, (n-j0)/nr); rows == mr && panelsBF16 != nil && full > jp0 {
+			// The unit's whole panels in one call; a last one past n below.
+			jj := j0 + jp0*nr
+			tc := c[i0*ldc+jj : (i0+rows-1)*ldc+j0+full*nr]
+			if low != nil && low.plus() {
+				low.panels(kcur, pa, lda, panel(jj), tc, ldc, i0, jj, full-jp0, alpha, beta)
+			} else {
+				panelsBF16(kcur, pa, lda, panel(jj), &tc[0], ldc, alpha, beta, full-jp0)
+				if low != nil {
+					for j := jj; j < j0+full*nr; j += nr {
+						low.tile(c, ldc, i0, rows, j, nr)
+					}
+				}
+			}
+			jp0 = full
+		}
+		for jp := jp0; jp < jp1; jp++ {
 			jj := j0 + jp*nr
 			b := panel(jj)
 			if cols := n - jj; cols < nr {
@@ -154,8 +174,6 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 				if low != nil {
 					low.tile(c, ldc, i0, rows, jj, cols)
 				}
-			} else if low != nil && rows == mr && low.plus() {
-				low.panelPlus(kcur, pa, lda, b, c, ldc, i0, jj, alpha, beta)
 			} else {
 				_ = c[(i0+rows-1)*ldc+jj+nr-1]
 				tile(kcur, pa, lda, b, &c[i0*ldc+jj], ldc, alpha, beta)
@@ -167,20 +185,19 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 	})
 }
 
-// plus reports whether panelPlus can add the term to a full tile: the blocked kernel the term's tiles were
-// laid out for is panel6x16BF16PlusAVX2's (AVX2's 6 × 16).
+// plus reports whether panels can add the term to whole tiles: the blocked kernel the term's tiles were laid
+// out for is panels6x16BF16PlusAVX2's (AVX2's 6 × 16).
 func (t *lowRankTiles) plus() bool {
-	return panelPlusBF16 != nil && t.kern.mr == 6 && t.kern.nr == 16
+	return panelsPlusBF16 != nil && t.kern.mr == 6 && t.kern.nr == 16
 }
 
-// panelPlus runs the panel tile of rows i .. i+5 of the term's chunk (6 rows of A at a, stride lda, times the
-// 16-wide bfloat16 panel b, over kc steps) into C's columns jj .. jj+15 and adds the term to them after.
-func (t *lowRankTiles) panelPlus(kc int, a *float32, lda int, b *uint16, c []float32, ldc, i, jj int, alpha, beta float32) {
+// panels runs the panel tiles of rows i .. i+5 of the term's chunk (6 rows of A at a, stride lda, times n
+// 16-wide bfloat16 panels from b, over kc steps) into C's columns jj .. jj+16n-1 (c from row i's column jj)
+// and adds the term to each tile after it.
+func (t *lowRankTiles) panels(kc int, a *float32, lda int, b *uint16, c []float32, ldc, i, jj, n int, alpha, beta float32) {
 	r := t.lr.Rank
-	up, vp := (*t.up)[i*r:(i+6)*r], (*t.vp)[jj/16*r*16:][:r*16]
-	tc := c[(t.chunkRow+i)*ldc+jj:]
-	_ = tc[5*ldc+15]
-	panelPlusBF16(kc, a, lda, b, &tc[0], ldc, alpha, beta, r, &up[0], &vp[0], t.lr.Alpha)
+	up, vp := (*t.up)[i*r:(i+6)*r], (*t.vp)[jj/16*r*16:][:n*r*16]
+	panelsPlusBF16(kc, a, lda, b, &c[0], ldc, alpha, beta, n, r, &up[0], &vp[0], t.lr.Alpha)
 }
 
 // lastBlock is low in the contraction's last block, nil before it.

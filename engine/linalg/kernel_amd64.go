@@ -143,7 +143,7 @@ func init() {
 		panelTilesBF16 = [7]func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
 			1: panel1x16BF16AVX2, 2: panel2x16BF16AVX2, 3: panel3x16BF16AVX2, 4: panel4x16BF16AVX2,
 			5: panel5x16BF16AVX2, 6: panel6x16BF16AVX2}
-		panelPlusBF16 = panel6x16BF16PlusAVX2
+		panelsBF16, panelsPlusBF16 = panels6x16BF16AVX2, panels6x16BF16PlusAVX2
 	}
 	if hasAVX512() && cpu.X86.HasAVX512BW { // the tiles widen with VPUNPCKLWD and VPUNPCKHWD on zmm
 		panelTiles512BF16 = []panelTile{nil, panel1x32BF16AVX512, panel2x32BF16AVX512, panel3x32BF16AVX512,

@@ -6210,9 +6210,10 @@ panel11x32BF16AVX512_overwrite:
 	VZEROUPPER
 	RET
 
-// func panel6x16BF16PlusAVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, r int, u *float32, v *float32, lowAlpha float32)
+// func panels6x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, n int)
 // Requires: AVX, AVX2, FMA3, MMX+
-TEXT ·panel6x16BF16PlusAVX2(SB), NOSPLIT, $0-84
+TEXT ·panels6x16BF16AVX2(SB), NOSPLIT, $0-64
+panels6x16BF16AVX2_panel:
 	MOVQ       k+0(FP), AX
 	MOVQ       a+8(FP), CX
 	MOVQ       lda+16(FP), DX
@@ -6260,9 +6261,9 @@ TEXT ·panel6x16BF16PlusAVX2(SB), NOSPLIT, $0-84
 	MOVQ       AX, R11
 	SUBQ       $0x01, R11
 
-panel6x16BF16PlusAVX2_loop:
+panels6x16BF16AVX2_loop:
 	CMPQ         R10, R11
-	JGE          panel6x16BF16PlusAVX2_tail
+	JGE          panels6x16BF16AVX2_tail
 	PREFETCHT0   1024(BX)
 	VPUNPCKLWD   (BX), Y12, Y13
 	VPUNPCKHWD   (BX), Y12, Y14
@@ -6306,11 +6307,11 @@ panel6x16BF16PlusAVX2_loop:
 	VFMADD231PS  Y14, Y15, Y11
 	ADDQ         $0x02, R10
 	ADDQ         $0x40, BX
-	JMP          panel6x16BF16PlusAVX2_loop
+	JMP          panels6x16BF16AVX2_loop
 
-panel6x16BF16PlusAVX2_tail:
+panels6x16BF16AVX2_tail:
 	CMPQ         R10, AX
-	JGE          panel6x16BF16PlusAVX2_sum
+	JGE          panels6x16BF16AVX2_sum
 	VPUNPCKLWD   (BX), Y12, Y13
 	VPUNPCKHWD   (BX), Y12, Y12
 	VBROADCASTSS (CX)(R10*4), Y14
@@ -6332,7 +6333,7 @@ panel6x16BF16PlusAVX2_tail:
 	VFMADD231PS  Y13, Y14, Y10
 	VFMADD231PS  Y12, Y14, Y11
 
-panel6x16BF16PlusAVX2_sum:
+panels6x16BF16AVX2_sum:
 	VPERM2F128   $0x20, Y1, Y0, Y12
 	VPERM2F128   $0x31, Y1, Y0, Y1
 	VPERM2F128   $0x20, Y3, Y2, Y0
@@ -6351,7 +6352,7 @@ panel6x16BF16PlusAVX2_sum:
 	VBROADCASTSS alpha+48(FP), Y10
 	MOVL         beta+52(FP), DX
 	SHLL         $0x01, DX
-	JZ           panel6x16BF16PlusAVX2_overwrite
+	JZ           panels6x16BF16AVX2_overwrite
 	VBROADCASTSS beta+52(FP), Y13
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  (AX), Y13, Y12
@@ -6394,9 +6395,9 @@ panel6x16BF16PlusAVX2_sum:
 	VMULPS       Y10, Y11, Y11
 	VFMADD231PS  32(AX), Y13, Y11
 	VMOVUPS      Y11, 32(AX)
-	JMP          panel6x16BF16PlusAVX2_term
+	JMP          panels6x16BF16AVX2_next
 
-panel6x16BF16PlusAVX2_overwrite:
+panels6x16BF16AVX2_overwrite:
 	VMULPS  Y10, Y12, Y12
 	VMOVUPS Y12, (AX)
 	VMULPS  Y10, Y1, Y1
@@ -6427,10 +6428,247 @@ panel6x16BF16PlusAVX2_overwrite:
 	VMULPS  Y10, Y11, Y11
 	VMOVUPS Y11, 32(AX)
 
-panel6x16BF16PlusAVX2_term:
-	MOVQ   r+56(FP), AX
-	MOVQ   u+64(FP), CX
-	MOVQ   v+72(FP), DX
+panels6x16BF16AVX2_next:
+	MOVQ n+56(FP), AX
+	DECQ AX
+	JZ   panels6x16BF16AVX2_ret
+	MOVQ AX, n+56(FP)
+	MOVQ b+24(FP), AX
+	MOVQ k+0(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, b+24(FP)
+	MOVQ c+32(FP), AX
+	ADDQ $0x40, AX
+	MOVQ AX, c+32(FP)
+	JMP  panels6x16BF16AVX2_panel
+
+panels6x16BF16AVX2_ret:
+	VZEROUPPER
+	RET
+
+// func panels6x16BF16PlusAVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, n int, r int, u *float32, v *float32, lowAlpha float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·panels6x16BF16PlusAVX2(SB), NOSPLIT, $0-92
+panels6x16BF16PlusAVX2_panel:
+	MOVQ       k+0(FP), AX
+	MOVQ       a+8(FP), CX
+	MOVQ       lda+16(FP), DX
+	MOVQ       b+24(FP), BX
+	SHLQ       $0x02, DX
+	LEAQ       (CX)(DX*1), SI
+	LEAQ       (SI)(DX*1), DI
+	LEAQ       (DI)(DX*1), R8
+	LEAQ       (R8)(DX*1), R9
+	LEAQ       (R9)(DX*1), DX
+	MOVQ       c+32(FP), R10
+	MOVQ       ldc+40(FP), R11
+	SHLQ       $0x02, R11
+	PREFETCHT0 (R10)
+	PREFETCHT0 63(R10)
+	ADDQ       R11, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 63(R10)
+	ADDQ       R11, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 63(R10)
+	ADDQ       R11, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 63(R10)
+	ADDQ       R11, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 63(R10)
+	ADDQ       R11, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 63(R10)
+	VXORPS     Y0, Y0, Y0
+	VXORPS     Y1, Y1, Y1
+	VXORPS     Y2, Y2, Y2
+	VXORPS     Y3, Y3, Y3
+	VXORPS     Y4, Y4, Y4
+	VXORPS     Y5, Y5, Y5
+	VXORPS     Y6, Y6, Y6
+	VXORPS     Y7, Y7, Y7
+	VXORPS     Y8, Y8, Y8
+	VXORPS     Y9, Y9, Y9
+	VXORPS     Y10, Y10, Y10
+	VXORPS     Y11, Y11, Y11
+	VXORPS     Y12, Y12, Y12
+	XORQ       R10, R10
+	MOVQ       AX, R11
+	SUBQ       $0x01, R11
+
+panels6x16BF16PlusAVX2_loop:
+	CMPQ         R10, R11
+	JGE          panels6x16BF16PlusAVX2_tail
+	PREFETCHT0   1024(BX)
+	VPUNPCKLWD   (BX), Y12, Y13
+	VPUNPCKHWD   (BX), Y12, Y14
+	VBROADCASTSS (CX)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y0
+	VFMADD231PS  Y14, Y15, Y1
+	VBROADCASTSS (SI)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y2
+	VFMADD231PS  Y14, Y15, Y3
+	VBROADCASTSS (DI)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS (R8)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y6
+	VFMADD231PS  Y14, Y15, Y7
+	VBROADCASTSS (R9)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y8
+	VFMADD231PS  Y14, Y15, Y9
+	VBROADCASTSS (DX)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	VPUNPCKLWD   32(BX), Y12, Y13
+	VPUNPCKHWD   32(BX), Y12, Y14
+	VBROADCASTSS 4(CX)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y0
+	VFMADD231PS  Y14, Y15, Y1
+	VBROADCASTSS 4(SI)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y2
+	VFMADD231PS  Y14, Y15, Y3
+	VBROADCASTSS 4(DI)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS 4(R8)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y6
+	VFMADD231PS  Y14, Y15, Y7
+	VBROADCASTSS 4(R9)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y8
+	VFMADD231PS  Y14, Y15, Y9
+	VBROADCASTSS 4(DX)(R10*4), Y15
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         $0x02, R10
+	ADDQ         $0x40, BX
+	JMP          panels6x16BF16PlusAVX2_loop
+
+panels6x16BF16PlusAVX2_tail:
+	CMPQ         R10, AX
+	JGE          panels6x16BF16PlusAVX2_sum
+	VPUNPCKLWD   (BX), Y12, Y13
+	VPUNPCKHWD   (BX), Y12, Y12
+	VBROADCASTSS (CX)(R10*4), Y14
+	VFMADD231PS  Y13, Y14, Y0
+	VFMADD231PS  Y12, Y14, Y1
+	VBROADCASTSS (SI)(R10*4), Y14
+	VFMADD231PS  Y13, Y14, Y2
+	VFMADD231PS  Y12, Y14, Y3
+	VBROADCASTSS (DI)(R10*4), Y14
+	VFMADD231PS  Y13, Y14, Y4
+	VFMADD231PS  Y12, Y14, Y5
+	VBROADCASTSS (R8)(R10*4), Y14
+	VFMADD231PS  Y13, Y14, Y6
+	VFMADD231PS  Y12, Y14, Y7
+	VBROADCASTSS (R9)(R10*4), Y14
+	VFMADD231PS  Y13, Y14, Y8
+	VFMADD231PS  Y12, Y14, Y9
+	VBROADCASTSS (DX)(R10*4), Y14
+	VFMADD231PS  Y13, Y14, Y10
+	VFMADD231PS  Y12, Y14, Y11
+
+panels6x16BF16PlusAVX2_sum:
+	VPERM2F128   $0x20, Y1, Y0, Y12
+	VPERM2F128   $0x31, Y1, Y0, Y1
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y3
+	VPERM2F128   $0x20, Y5, Y4, Y2
+	VPERM2F128   $0x31, Y5, Y4, Y5
+	VPERM2F128   $0x20, Y7, Y6, Y4
+	VPERM2F128   $0x31, Y7, Y6, Y7
+	VPERM2F128   $0x20, Y9, Y8, Y6
+	VPERM2F128   $0x31, Y9, Y8, Y9
+	VPERM2F128   $0x20, Y11, Y10, Y8
+	VPERM2F128   $0x31, Y11, Y10, Y11
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	VBROADCASTSS alpha+48(FP), Y10
+	MOVL         beta+52(FP), DX
+	SHLL         $0x01, DX
+	JZ           panels6x16BF16PlusAVX2_overwrite
+	VBROADCASTSS beta+52(FP), Y13
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  (AX), Y13, Y12
+	VMOVUPS      Y12, (AX)
+	VMULPS       Y10, Y1, Y1
+	VFMADD231PS  32(AX), Y13, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y0, Y0
+	VFMADD231PS  (AX), Y13, Y0
+	VMOVUPS      Y0, (AX)
+	VMULPS       Y10, Y3, Y3
+	VFMADD231PS  32(AX), Y13, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y2, Y2
+	VFMADD231PS  (AX), Y13, Y2
+	VMOVUPS      Y2, (AX)
+	VMULPS       Y10, Y5, Y5
+	VFMADD231PS  32(AX), Y13, Y5
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y4, Y4
+	VFMADD231PS  (AX), Y13, Y4
+	VMOVUPS      Y4, (AX)
+	VMULPS       Y10, Y7, Y7
+	VFMADD231PS  32(AX), Y13, Y7
+	VMOVUPS      Y7, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y6, Y6
+	VFMADD231PS  (AX), Y13, Y6
+	VMOVUPS      Y6, (AX)
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  32(AX), Y13, Y9
+	VMOVUPS      Y9, 32(AX)
+	ADDQ         CX, AX
+	VMULPS       Y10, Y8, Y8
+	VFMADD231PS  (AX), Y13, Y8
+	VMOVUPS      Y8, (AX)
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  32(AX), Y13, Y11
+	VMOVUPS      Y11, 32(AX)
+	JMP          panels6x16BF16PlusAVX2_term
+
+panels6x16BF16PlusAVX2_overwrite:
+	VMULPS  Y10, Y12, Y12
+	VMOVUPS Y12, (AX)
+	VMULPS  Y10, Y1, Y1
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMULPS  Y10, Y3, Y3
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y2, Y2
+	VMOVUPS Y2, (AX)
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS Y7, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS Y6, (AX)
+	VMULPS  Y10, Y9, Y9
+	VMOVUPS Y9, 32(AX)
+	ADDQ    CX, AX
+	VMULPS  Y10, Y8, Y8
+	VMOVUPS Y8, (AX)
+	VMULPS  Y10, Y11, Y11
+	VMOVUPS Y11, 32(AX)
+
+panels6x16BF16PlusAVX2_term:
+	MOVQ   r+64(FP), AX
+	MOVQ   u+72(FP), CX
+	MOVQ   v+80(FP), DX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6444,9 +6682,9 @@ panel6x16BF16PlusAVX2_term:
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 
-panel6x16BF16PlusAVX2_termloop:
+panels6x16BF16PlusAVX2_termloop:
 	TESTQ        AX, AX
-	JZ           panel6x16BF16PlusAVX2_termstore
+	JZ           panels6x16BF16PlusAVX2_termstore
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -6470,13 +6708,13 @@ panel6x16BF16PlusAVX2_termloop:
 	ADDQ         $0x18, CX
 	ADDQ         $0x40, DX
 	DECQ         AX
-	JMP          panel6x16BF16PlusAVX2_termloop
+	JMP          panels6x16BF16PlusAVX2_termloop
 
-panel6x16BF16PlusAVX2_termstore:
+panels6x16BF16PlusAVX2_termstore:
 	MOVQ         c+32(FP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
-	VBROADCASTSS lowAlpha+80(FP), Y12
+	VBROADCASTSS lowAlpha+88(FP), Y12
 	MOVL         $0x3f800000, DX
 	VMOVD        DX, X13
 	VPBROADCASTD X13, Y13
@@ -6521,6 +6759,26 @@ panel6x16BF16PlusAVX2_termstore:
 	VMULPS       Y12, Y11, Y11
 	VFMADD231PS  32(AX), Y13, Y11
 	VMOVUPS      Y11, 32(AX)
+	MOVQ         n+56(FP), AX
+	DECQ         AX
+	JZ           panels6x16BF16PlusAVX2_ret
+	MOVQ         AX, n+56(FP)
+	MOVQ         b+24(FP), AX
+	MOVQ         k+0(FP), CX
+	SHLQ         $0x05, CX
+	ADDQ         CX, AX
+	MOVQ         AX, b+24(FP)
+	MOVQ         c+32(FP), AX
+	ADDQ         $0x40, AX
+	MOVQ         AX, c+32(FP)
+	MOVQ         v+80(FP), AX
+	MOVQ         r+64(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, AX
+	MOVQ         AX, v+80(FP)
+	JMP          panels6x16BF16PlusAVX2_panel
+
+panels6x16BF16PlusAVX2_ret:
 	VZEROUPPER
 	RET
 

@@ -152,9 +152,14 @@ func panel10x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc
 // 32 columns of C (stride ldc), P k groups of 32 bfloat16 values.
 func panel11x32BF16AVX512(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
-// Then it adds lowAlpha·U·V to them, U r groups of 6 packed values and V r groups of 16 (tile6x16AVX2's
-// operands and operations, beta 1).
-func panel6x16BF16PlusAVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, r int, u *float32, v *float32, lowAlpha float32)
+// panels6x16BF16AVX2 sets C = alpha·A·P + beta·C (beta 0: C is not read) for 6 rows of A (stride lda) and
+// n ≥ 1 panels P of k groups of 16 bfloat16 values, one after another, into 16 columns of C (stride
+// ldc) each.
+func panels6x16BF16AVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, n int)
+
+// Each tile then adds lowAlpha·U·V to its rows, U r groups of 6 packed values and V r groups of 16 per panel
+// (tile6x16AVX2's operands and operations, beta 1).
+func panels6x16BF16PlusAVX2(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32, n int, r int, u *float32, v *float32, lowAlpha float32)
 
 // packA6AVX2 packs chunks×8 k-steps of 6 rows of A (row stride lda) into dst as groups of 6 values, writing
 // 2 values past the last group.

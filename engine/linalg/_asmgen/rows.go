@@ -162,10 +162,11 @@ func prefetchRows(mr, bytes int) {
 func panelTiles() {
 	for _, is := range []panelISA{panelAVX2, panelAVX512} {
 		for mr := 1; mr <= is.maxRows; mr++ {
-			panelTile(is, mr, false)
+			panelTile(is, mr, false, false)
 		}
 	}
-	panelTile(panelAVX2, 6, true)
+	panelTile(panelAVX2, 6, true, false)
+	panelTile(panelAVX2, 6, true, true)
 }
 
 // panelISA is one instruction set's form of the panel tiles: a panel is two vectors of float32 wide.
@@ -193,26 +194,45 @@ var (
 		zero: func(v reg.VecVirtual) { VPXORD(v, v, v) }, prefetch: []int{2048, 2048 + 64}}
 )
 
-// With plus, the tile (panel6x16BF16PlusAVX2) then adds a low-rank term to the rows it has just written, as
-// the blocked kernel's tile (tile6x16AVX2) over r k-steps of packed U (groups of 6) and V (groups of 16)
-// with beta 1 would, in the same operations: C += lowAlpha·(U·V). The term added by a tile call of its own
-// took 3% of an AVX2 RL step's CPU at SmolLM2-135M's shape for 1.4% of its multiply-adds, a call, a
-// prologue and a pass over C per 6 × 16 tile.
-func panelTile(is panelISA, mr int, plus bool) {
+// With run, the tile (panels6x16BF16AVX2) takes n panels side by side: P's k groups of 16 after another
+// (both the stored panels of a block and the gathered ones are laid out so) into C's next 16 columns each,
+// its arguments advanced in its own frame between them. A training pass's products called it from Go once per
+// 6 × 16 tile, a loop, a call through a function value and its bounds checks each time: 2–3% of an AVX2 RL
+// step's CPU at SmolLM2-135M's shape, besides the kernels'.
+//
+// With plus as well (panels6x16BF16PlusAVX2), each tile then adds a low-rank term to the rows it has just
+// written, as the blocked kernel's tile (tile6x16AVX2) over r k-steps of packed U (groups of 6) and V (groups
+// of 16, the next panel's V after each tile's) with beta 1 would, in the same operations: C += lowAlpha·(U·V).
+// The term added by a tile call of its own took 3% of that step's CPU for 1.4% of its multiply-adds, a call,
+// a prologue and a pass over C per 6 × 16 tile.
+func panelTile(is panelISA, mr int, run, plus bool) {
 	name := fmt.Sprintf("panel%dx%dBF16%s", mr, is.cols, is.name)
 	sig := "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)"
+	switch {
+	case plus:
+		name = fmt.Sprintf("panels%dx%dBF16Plus%s", mr, is.cols, is.name)
+		sig = "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, n int, r int, u, v *float32, lowAlpha float32)"
+	case run:
+		name = fmt.Sprintf("panels%dx%dBF16%s", mr, is.cols, is.name)
+		sig = "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, n int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	if run {
+		Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
+			fmt.Sprintf("n ≥ 1 panels P of k groups of %d bfloat16 values, one after another, into %d columns of C (stride", is.cols, is.cols),
+			"ldc) each.")
+	} else {
+		Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
+			fmt.Sprintf("%d columns of C (stride ldc), P k groups of %d bfloat16 values.", is.cols, is.cols))
+	}
 	if plus {
-		name = fmt.Sprintf("panel%dx%dBF16Plus%s", mr, is.cols, is.name)
-		sig = "func(k int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32, r int, u, v *float32, lowAlpha float32)"
+		Doc("Each tile then adds lowAlpha·U·V to its rows, U r groups of 6 packed values and V r groups of 16 per panel",
+			"(tile6x16AVX2's operands and operations, beta 1).")
+	}
+	if run {
+		Label(name + "_panel")
 	}
 	half := is.cols / 2 // values of a widened vector
-	TEXT(name, NOSPLIT, sig)
-	Doc(fmt.Sprintf("%s sets C = alpha·A·P + beta·C (beta 0: C is not read) for %d rows of A (stride lda) and", name, mr),
-		fmt.Sprintf("%d columns of C (stride ldc), P k groups of %d bfloat16 values.", is.cols, is.cols))
-	if plus {
-		Doc("Then it adds lowAlpha·U·V to them, U r groups of 6 packed values and V r groups of 16 (tile6x16AVX2's",
-			"operands and operations, beta 1).")
-	}
 	k := Load(Param("k"), GP64())
 	a := Load(Param("a"), GP64())
 	lda := Load(Param("lda"), GP64())
@@ -304,12 +324,53 @@ func panelTile(is panelISA, mr int, plus bool) {
 	} else if is.interleave {
 		interleavedHalves(acc[0], is.vec)
 	}
-	if !plus {
+	switch {
+	case plus:
+		storeRowsThen(name, mr, acc[0], 48, is.vec, 4*half, name+"_term")
+		lowRankTerm(name, mr, is.vec)
+		nextPanel(name, is.cols, true)
+	case run:
+		storeRowsThen(name, mr, acc[0], 48, is.vec, 4*half, name+"_next")
+		nextPanel(name, is.cols, false)
+	default:
 		storeRows(name, mr, acc[0], 48, is.vec, 4*half)
-		return
 	}
-	storeRowsThen(name, mr, acc[0], 48, is.vec, 4*half, name+"_term")
-	lowRankTerm(name, mr, is.vec)
+}
+
+// nextPanel ends a tile of a run of panels: with panels left, it advances b, c (and, with a term, v) in the
+// frame and starts the next; else it returns.
+func nextPanel(name string, cols int, plus bool) {
+	Label(name + "_next")
+	n := Load(Param("n"), GP64())
+	DECQ(n)
+	JZ(LabelRef(name + "_ret"))
+	Store(n, Param("n"))
+	b, k := Load(Param("b"), GP64()), Load(Param("k"), GP64())
+	SHLQ(Imm(uint64(bits(2*cols))), k) // k groups of cols bfloat16 values
+	ADDQ(k, b)
+	Store(b, Param("b"))
+	c := Load(Param("c"), GP64())
+	ADDQ(Imm(uint64(4*cols)), c)
+	Store(c, Param("c"))
+	if plus {
+		v, r := Load(Param("v"), GP64()), Load(Param("r"), GP64())
+		SHLQ(Imm(uint64(bits(4*cols))), r) // r groups of cols float32 values
+		ADDQ(r, v)
+		Store(v, Param("v"))
+	}
+	JMP(LabelRef(name + "_panel"))
+	Label(name + "_ret")
+	VZEROUPPER()
+	RET()
+}
+
+// bits is log2 of the power of two x.
+func bits(x int) int {
+	n := 0
+	for ; x > 1; x >>= 1 {
+		n++
+	}
+	return n
 }
 
 // lowRankTerm adds lowAlpha·U·V to mr rows of two vectors of C, as tile<mr>x16AVX2 with beta 1 does: one
@@ -347,10 +408,10 @@ func lowRankTerm(name string, mr int, vec func() reg.VecVirtual) {
 	ldc := Load(Param("ldc"), GP64())
 	SHLQ(Imm(2), ldc)
 	alpha := vec()
-	VBROADCASTSS(NewParamAddr("lowAlpha", 80), alpha)
-	one, bits := vec(), GP32()
-	MOVL(U32(0x3f800000), bits)
-	VMOVD(bits, one.AsX())
+	VBROADCASTSS(NewParamAddr("lowAlpha", 88), alpha)
+	one, word := vec(), GP32()
+	MOVL(U32(0x3f800000), word)
+	VMOVD(word, one.AsX())
 	VPBROADCASTD(one.AsX(), one)
 	for i := range mr {
 		for h := range 2 {
@@ -362,8 +423,7 @@ func lowRankTerm(name string, mr int, vec func() reg.VecVirtual) {
 			ADDQ(ldc, c)
 		}
 	}
-	VZEROUPPER()
-	RET()
+	JMP(LabelRef(name + "_next"))
 }
 
 // storeRows writes C = alpha·acc + beta·C for mr rows of two vectors (vec registers of width bytes; beta 0:
