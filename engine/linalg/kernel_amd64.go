@@ -144,6 +144,7 @@ func init() {
 			1: panel1x16BF16AVX2, 2: panel2x16BF16AVX2, 3: panel3x16BF16AVX2, 4: panel4x16BF16AVX2,
 			5: panel5x16BF16AVX2, 6: panel6x16BF16AVX2}
 		panelsBF16, panelsPlusBF16 = panels6x16BF16AVX2, panels6x16BF16PlusAVX2
+		copyGroups6, copyGroups16 = copyGroups6AVX2, copyGroups16AVX2
 	}
 	if hasAVX512() && cpu.X86.HasAVX512BW { // the tiles widen with VPUNPCKLWD and VPUNPCKHWD on zmm
 		panelTiles512BF16 = []panelTile{nil, panel1x32BF16AVX512, panel2x32BF16AVX512, panel3x32BF16AVX512,

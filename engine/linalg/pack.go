@@ -1,18 +1,21 @@
 package linalg
 
+// copyGroups6 and copyGroups16, where the CPU has AVX2 (copyGroups6AVX2, copyGroups16AVX2, generated), copy
+// n ≥ 1 runs of 6 or 16 values, one every ld values of src, into dst one after another: packA's groups of a
+// transposed A and packB's of a row-major B, for the AVX2 kernel.
+var copyGroups6, copyGroups16 func(dst, src *float32, n, ld int)
+
 // packA copies the rows×kc block of op(A) starting at (i0, p0) into dst as kc groups of mr values (one column
 // of the block per group), zero-filling rows past rows so the kernel can always compute a full tile.
 func packA(dst []float32, a []float32, lda int, transA bool, i0, rows, p0, kc, mr int) {
 	dst = dst[:kc*mr]
 	if transA {
-		// op(A)[i, p] = a[p*lda+i]: each group is a contiguous run of a. A whole group of the AVX2 kernel's
-		// 6 is copied value by value: copy calls memmove, which costs more than 24 bytes' copy (memmove was
-		// 5% of an AVX2 training step's CPU, from here and packB, in the attention's and adapters' products).
-		if rows == 6 && mr == 6 {
-			for p := 0; p < kc; p++ {
-				d, x := dst[p*6:p*6+6:p*6+6], a[(p0+p)*lda+i0:(p0+p)*lda+i0+6:(p0+p)*lda+i0+6]
-				d[0], d[1], d[2], d[3], d[4], d[5] = x[0], x[1], x[2], x[3], x[4], x[5]
-			}
+		// op(A)[i, p] = a[p*lda+i]: each group is a contiguous run of a. The AVX2 kernel's whole groups of 6 are
+		// copied by copyGroups6: a copy call (memmove) costs more than 24 bytes' copy, and a copy value by value
+		// in Go was still 1.2% of an AVX2 training step's CPU with packB's, in the attention's products.
+		if rows == 6 && mr == 6 && copyGroups6 != nil && kc > 0 {
+			_, _ = dst[6*kc-1], a[(p0+kc-1)*lda+i0+5]
+			copyGroups6(&dst[0], &a[p0*lda+i0], kc, lda)
 			return
 		}
 		for p := 0; p < kc; p++ {
@@ -42,12 +45,9 @@ func packA(dst []float32, a []float32, lda int, transA bool, i0, rows, p0, kc, m
 func packB(dst []float32, b []float32, ldb int, transB bool, p0, kc, j0, cols, nr int) {
 	dst = dst[:kc*nr]
 	if !transB {
-		if cols == 16 && nr == 16 { // as packA's groups of 6: no memmove call per 64 bytes
-			for p := 0; p < kc; p++ {
-				d, x := dst[p*16:p*16+16:p*16+16], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+16:(p0+p)*ldb+j0+16]
-				d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
-				d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15] = x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]
-			}
+		if cols == 16 && nr == 16 && copyGroups16 != nil && kc > 0 { // as packA's groups of 6
+			_, _ = dst[16*kc-1], b[(p0+kc-1)*ldb+j0+15]
+			copyGroups16(&dst[0], &b[p0*ldb+j0], kc, ldb)
 			return
 		}
 		for p := 0; p < kc; p++ {

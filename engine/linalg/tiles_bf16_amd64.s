@@ -6848,6 +6848,48 @@ packA6_done:
 	VZEROUPPER
 	RET
 
+// func copyGroups6AVX2(dst *float32, src *float32, n int, ld int)
+// Requires: AVX
+TEXT ·copyGroups6AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ ld+24(FP), BX
+	SHLQ $0x02, BX
+
+copyGroups6AVX2_loop:
+	VMOVUPS (CX), X0
+	MOVQ    16(CX), SI
+	VMOVUPS X0, (AX)
+	MOVQ    SI, 16(AX)
+	ADDQ    BX, CX
+	ADDQ    $0x18, AX
+	DECQ    DX
+	JNZ     copyGroups6AVX2_loop
+	VZEROUPPER
+	RET
+
+// func copyGroups16AVX2(dst *float32, src *float32, n int, ld int)
+// Requires: AVX
+TEXT ·copyGroups16AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ ld+24(FP), BX
+	SHLQ $0x02, BX
+
+copyGroups16AVX2_loop:
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    BX, CX
+	ADDQ    $0x40, AX
+	DECQ    DX
+	JNZ     copyGroups16AVX2_loop
+	VZEROUPPER
+	RET
+
 // func widenT8x8BF16AVX2(dst *float32, ldd int, src *uint16, lds int)
 // Requires: AVX, AVX2
 TEXT ·widenT8x8BF16AVX2(SB), NOSPLIT, $0-32

@@ -165,6 +165,12 @@ func panels6x16BF16PlusAVX2(k int, a *float32, lda int, b *uint16, c *float32, l
 // 2 values past the last group.
 func packA6AVX2(dst *float32, src *float32, chunks int, lda int)
 
+// copyGroups6AVX2 copies n ≥ 1 runs of 6 float32 values, src[p·ld:p·ld+6] for p < n, to dst one after another.
+func copyGroups6AVX2(dst *float32, src *float32, n int, ld int)
+
+// copyGroups16AVX2 copies n ≥ 1 runs of 16 float32 values, src[p·ld:p·ld+16] for p < n, to dst one after another.
+func copyGroups16AVX2(dst *float32, src *float32, n int, ld int)
+
 // widenT8x8BF16AVX2 sets dst[t*ldd+c] to the float32 value of the bfloat16 src[c*lds+t], for t, c < 8.
 func widenT8x8BF16AVX2(dst *float32, ldd int, src *uint16, lds int)
 

@@ -43,6 +43,7 @@ func main() {
 	rowTiles()
 	panelTiles()
 	packA6()
+	copyGroups()
 	widenT8()
 	widenTPanel()
 	gatherTPanel()
