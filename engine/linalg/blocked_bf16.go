@@ -151,15 +151,10 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 			// The unit's whole panels in one call; a last one past n below.
 			jj := j0 + jp0*nr
 			tc := c[i0*ldc+jj : (i0+rows-1)*ldc+j0+full*nr]
-			if low != nil && low.plus() {
+			if low != nil {
 				low.panels(kcur, pa, lda, panel(jj), tc, ldc, i0, jj, full-jp0, alpha, beta)
 			} else {
 				panelsBF16(kcur, pa, lda, panel(jj), &tc[0], ldc, alpha, beta, full-jp0)
-				if low != nil {
-					for j := jj; j < j0+full*nr; j += nr {
-						low.tile(c, ldc, i0, rows, j, nr)
-					}
-				}
 			}
 			jp0 = full
 		}
@@ -185,15 +180,10 @@ func (u *bf16Units) run(workers, p0, kcur, j0, n, colPanels int, panel func(jj i
 	})
 }
 
-// plus reports whether panels can add the term to whole tiles: the blocked kernel the term's tiles were laid
-// out for is panels6x16BF16PlusAVX2's (AVX2's 6 × 16).
-func (t *lowRankTiles) plus() bool {
-	return panelsPlusBF16 != nil && t.kern.mr == 6 && t.kern.nr == 16
-}
-
 // panels runs the panel tiles of rows i .. i+5 of the term's chunk (6 rows of A at a, stride lda, times n
 // 16-wide bfloat16 panels from b, over kc steps) into C's columns jj .. jj+16n-1 (c from row i's column jj)
-// and adds the term to each tile after it.
+// and adds the term to each tile after it. The term's tiles are laid out for the product's kernel (kernelFor
+// of the same n), which sgemmBlockedBF16 requires to be AVX2's 6 × 16: panels6x16BF16PlusAVX2's.
 func (t *lowRankTiles) panels(kc int, a *float32, lda int, b *uint16, c []float32, ldc, i, jj, n int, alpha, beta float32) {
 	r := t.lr.Rank
 	up, vp := (*t.up)[i*r:(i+6)*r], (*t.vp)[jj/16*r*16:][:n*r*16]
