@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/bits"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -346,7 +347,7 @@ func nextPanel(name string, cols int, plus bool) {
 	JZ(LabelRef(name + "_ret"))
 	Store(n, Param("n"))
 	b, k := Load(Param("b"), GP64()), Load(Param("k"), GP64())
-	SHLQ(Imm(uint64(bits(2*cols))), k) // k groups of cols bfloat16 values
+	SHLQ(Imm(uint64(bits.TrailingZeros(uint(2*cols)))), k) // k groups of cols bfloat16 values
 	ADDQ(k, b)
 	Store(b, Param("b"))
 	c := Load(Param("c"), GP64())
@@ -354,7 +355,7 @@ func nextPanel(name string, cols int, plus bool) {
 	Store(c, Param("c"))
 	if plus {
 		v, r := Load(Param("v"), GP64()), Load(Param("r"), GP64())
-		SHLQ(Imm(uint64(bits(4*cols))), r) // r groups of cols float32 values
+		SHLQ(Imm(uint64(bits.TrailingZeros(uint(4*cols)))), r) // r groups of cols float32 values
 		ADDQ(r, v)
 		Store(v, Param("v"))
 	}
@@ -362,15 +363,6 @@ func nextPanel(name string, cols int, plus bool) {
 	Label(name + "_ret")
 	VZEROUPPER()
 	RET()
-}
-
-// bits is log2 of the power of two x.
-func bits(x int) int {
-	n := 0
-	for ; x > 1; x >>= 1 {
-		n++
-	}
-	return n
 }
 
 // lowRankTerm adds lowAlpha·U·V to mr rows of two vectors of C, as tile<mr>x16AVX2 with beta 1 does: one
@@ -413,16 +405,7 @@ func lowRankTerm(name string, mr int, vec func() reg.VecVirtual) {
 	MOVL(U32(0x3f800000), word)
 	VMOVD(word, one.AsX())
 	VPBROADCASTD(one.AsX(), one)
-	for i := range mr {
-		for h := range 2 {
-			VMULPS(alpha, acc[i][h], acc[i][h])
-			VFMADD231PS(Mem{Base: c, Disp: 32 * h}, one, acc[i][h])
-			VMOVUPS(acc[i][h], Mem{Base: c, Disp: 32 * h})
-		}
-		if i+1 < mr {
-			ADDQ(ldc, c)
-		}
-	}
+	addRows(mr, acc, alpha, one, c, ldc, 32)
 	JMP(LabelRef(name + "_next"))
 }
 
@@ -431,6 +414,21 @@ func lowRankTerm(name string, mr int, vec func() reg.VecVirtual) {
 // one after it.
 func storeRows(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int, vec func() reg.VecVirtual, width int) {
 	storeRowsThen(name, mr, acc, alphaOff, vec, width, "")
+}
+
+// addRows writes C = alpha·acc + bv·C for mr rows of two vectors (width bytes each), from row on, ldc bytes
+// apart (row is advanced): the order of storeRows' rounding, and of a term added with beta 1.
+func addRows(mr int, acc [][2]reg.VecVirtual, alpha, bv reg.VecVirtual, row, ldc reg.Register, width int) {
+	for i := range mr {
+		for h := range 2 {
+			VMULPS(alpha, acc[i][h], acc[i][h])
+			VFMADD231PS(Mem{Base: row, Disp: width * h}, bv, acc[i][h])
+			VMOVUPS(acc[i][h], Mem{Base: row, Disp: width * h})
+		}
+		if i+1 < mr {
+			ADDQ(ldc, row)
+		}
+	}
 }
 
 // storeRowsThen is storeRows, continuing at label then (when not empty) instead of returning.
@@ -456,16 +454,7 @@ func storeRowsThen(name string, mr int, acc [][2]reg.VecVirtual, alphaOff int, v
 	VBROADCASTSS(NewParamAddr("beta", alphaOff+4), bv)
 	row := GP64()
 	MOVQ(c, row)
-	for i := range mr {
-		for h := range 2 {
-			VMULPS(alpha, acc[i][h], acc[i][h])
-			VFMADD231PS(Mem{Base: row, Disp: width * h}, bv, acc[i][h])
-			VMOVUPS(acc[i][h], Mem{Base: row, Disp: width * h})
-		}
-		if i+1 < mr {
-			ADDQ(ldc, row)
-		}
-	}
+	addRows(mr, acc, alpha, bv, row, ldc, width)
 	done()
 	Label(name + "_overwrite")
 	for i := range mr {
