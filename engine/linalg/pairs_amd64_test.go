@@ -323,8 +323,12 @@ func testPairsLowRank(t *testing.T) {
 	src := randv2.New(randv2.NewPCG(7, 8))
 	for _, sh := range [][4]int{{1100, 96, 64, 8}, {700, 100, 576, 16}, {97, 40, 32, 8}, {64, 64, 64, 8}, {5, 64, 96, 4}, {300, 200, 2100, 8}} {
 		m, n, k, r := sh[0], sh[1], sh[2], sh[3]
-		for _, backward := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%dx%dx%d/r%d/backward=%v", m, n, k, r, backward), func(t *testing.T) {
+		for _, tc := range []struct {
+			backward bool
+			beta     float32
+		}{{false, 0.5}, {true, 0.5}, {false, 0}, {true, 0}} {
+			backward, beta := tc.backward, tc.beta
+			t.Run(fmt.Sprintf("%dx%dx%d/r%d/backward=%v/beta=%v", m, n, k, r, backward, beta), func(t *testing.T) {
 				w := make([]uint16, n*k) // x·Wᵀ: W n × k; dy·W reads the same W as k × n (W's rows are n)
 				for i := range w {
 					w[i] = ToBF16(float32(rng.NormFloat64()))
@@ -342,7 +346,6 @@ func testPairsLowRank(t *testing.T) {
 				}
 				c0 := randSlice(src, m*out)
 				c1 := append([]float32(nil), c0...)
-				const beta = 0.5
 				if backward {
 					SgemmPackedPairsN(m, 1, a, in, p, beta, c0, out)
 					SgemmPackedPairsNPlus(m, 1, a, in, p, beta, c1, out, lr)
