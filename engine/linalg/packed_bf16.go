@@ -102,7 +102,8 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 		// The driver's panels are the stored ones.
 		pack = func(dst []float32, p0, kc, j0, _ int) { widenBF16(dst[:kc*p.nr], p.panel(p0, j0)) }
 	}
-	if tiles := panelTilesFor(p.nr); tiles != nil && (m <= panelsMaxRows || (p.nr == 32 && m <= rowGroupsMaxRows)) {
+	tiles := panelTilesFor(p.nr)
+	if tiles != nil && (m <= panelsMaxRows || (p.nr == 32 && m <= rowGroupsMaxRows)) {
 		// A decoding batch streams W from memory and does few multiply-adds per byte: split by the bytes
 		// read when that gives more workers.
 		workers, release := acquireStreamWorkers(2 * n * k)
@@ -110,9 +111,31 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 			release()
 			workers, release = acquireWorkers(m, n, k)
 		}
-		sgemmRowGroups(tiles, workers, m, alpha, a, lda, p, beta, c, ldc)
+		low := rowGroupTerm(lr, m, p)
+		sgemmRowGroups(tiles, workers, m, alpha, a, lda, p, beta, c, ldc, low)
 		release()
-		lr.Add(m, n, c, ldc)
+		lr.finish(low, m, n, c, ldc)
+		return
+	}
+	if tiles != nil && p.nr == 32 && n%32 == 0 {
+		// A training pass's rows on AVX-512's panels: row groups too, over slices of rowSliceRows rows. The
+		// blocked driver packs A and widens W into float32 blocks first, and its tiles read both back; the
+		// row groups' tiles read A as it is and widen W's panels in registers. Over 4,096 rows (a
+		// SmolLM2-135M training pass; 2 cores of a Zen 5 EPYC, float32 FMAs only) they ran 1,536 × 576
+		// at 382–395 GFLOP/s against 336–348, 576 × 1,536 at 384–385 against 348–351, 576 × 576 at 379–385
+		// against 366–369. Their sums are the blocked driver's, bit for bit, where every panel is whole: both
+		// sum each block of the stored panels' kc steps in order from zero and add alpha·sums + beta·C
+		// (the last panel of a ragged n is summed apart, hence n % 32).
+		workers, release := acquireWorkers(m, n, k)
+		low := rowGroupTerm(lr, m, p)
+		for i0 := 0; i0 < m; i0 += rowSliceRows {
+			if low != nil {
+				low.chunkRow = i0
+			}
+			sgemmRowGroups(tiles, workers, min(rowSliceRows, m-i0), alpha, a[i0*lda:], lda, p, beta, c[i0*ldc:], ldc, low)
+		}
+		release()
+		lr.finish(low, m, n, c, ldc)
 		return
 	}
 	workers, release := acquireWorkers(m, n, k)
@@ -153,6 +176,24 @@ func panelRun(m, panels, workers, spread int) int {
 
 // panelsMaxRows is the most rows of A sgemmPanels takes: a decoding batch.
 const panelsMaxRows = 96
+
+// rowSliceRows is how many rows of A each sgemmRowGroups call takes when a product has more than
+// rowGroupsMaxRows on AVX-512's panels: 128 ran as fast as 256, or faster (576 × 1,536: 384–385 GFLOP/s
+// against 356–362), each worker's panels of W then staying in its L2 across the slice.
+const rowSliceRows = 128
+
+// rowGroupTerm lays lr's term out for sgemmRowGroups' tiles (the term's own blocked tiles, as Sgemm would add
+// it over m rows: lr.tiles), or returns nil, the term then added after the product (LowRank.finish): where
+// Sgemm would not use those tiles, or their panels are not p's.
+func rowGroupTerm(lr *LowRank, m int, p *PackedBF16) *lowRankTiles {
+	if lr == nil || !lr.blocked(m, p.n) || p.n%p.nr != 0 || kernelFor(p.n).nr != p.nr || kernelFor(p.n).mr < rowGroupMax {
+		return nil
+	}
+	return newLowRankTiles(lr, p.n)
+}
+
+// rowGroupMax is the most rows of a group of sgemmRowGroups' (len(tiles) − 1 of AVX-512's panel tiles).
+const rowGroupMax = 11
 
 // rowGroupsMaxRows is the most rows of A sgemmRowGroups takes with AVX-512's 32-wide panels: a prompt of
 // 128 tokens at SmolLM2-135M's shape prefills in 0.13–0.14 s that way against 0.20 in the blocked driver
@@ -237,7 +278,11 @@ func panelTilesFor(nr int) []panelTile {
 // groups of up to 6 (A's block, m × 256 values at most, stays in L1/L2; each panel block, 6 KiB at k = 576,
 // in L1 while the groups pass over it). A run's panels are contiguous within a block, so a worker streams W
 // in long sequential runs, and nothing is packed or widened into memory.
-func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int) {
+//
+// With low, its term is added to each whole panel's tile of a group after the last block of the
+// contraction: U's rows from low.chunkRow, this call's row 0.
+func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int,
+	low *lowRankTiles) {
 	n, k, nr := p.n, p.k, p.nr
 	colPanels := (n + nr - 1) / nr
 	// Each worker's panels are one sequential stream for the hardware prefetcher (parallelRuns' regions)
@@ -256,6 +301,9 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 			return m/groups + 1
 		}
 		return m / groups
+	}
+	if low != nil {
+		low.packGroups(groups, size)
 	}
 	parallelRuns(workers, colPanels, run, func(_, lo, hi int) {
 		// The last panel's tiles, when n is not a multiple of the panel width: accumulated over the blocks,
@@ -280,6 +328,9 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 					rows := size(g)
 					if j0+nr <= n {
 						tiles[rows](kcur, &a[i0*lda+p0], lda, panel, &c[i0*ldc+j0], ldc, alpha, bcur)
+						if low != nil && p0+kcur >= k {
+							low.groupTile(c, ldc, g, i0, rows, j0)
+						}
 					} else {
 						tiles[rows](kcur, &a[i0*lda+p0], lda, panel, &edge[i0*nr], nr, 1, acc)
 					}

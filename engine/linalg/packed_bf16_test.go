@@ -143,6 +143,7 @@ func TestSgemmPackedBF16Plus(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	for _, tc := range []struct{ m, n, k, r int }{
 		{700, 100, 576, 8}, {300, 64, 70, 16}, {257, 40, 600, 8}, {97, 33, 64, 4}, {40, 64, 96, 8}, {5, 48, 32, 8},
+		{700, 96, 576, 8}, {1100, 64, 200, 16}, {200, 128, 96, 8}, // whole AVX-512 panels: row groups, in slices past 256 rows
 	} {
 		for _, backward := range []bool{false, true} {
 			w16 := make([]uint16, tc.n*tc.k)
@@ -170,6 +171,39 @@ func TestSgemmPackedBF16Plus(t *testing.T) {
 			for i := range c0 {
 				if c1[i] != c0[i] {
 					t.Fatalf("%v backward=%v: C[%d,%d] = %v, the product and then Sgemm's term %v", tc, backward, i/out, i%out, c1[i], c0[i])
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmPackedBF16RowSlices: a product of more rows than rowGroupsMaxRows over whole AVX-512 panels goes
+// through the row groups in slices (SgemmPackedBF16Plus); its sums are the blocked driver's over the stored
+// panels, which took these rows before, bit for bit, for alpha and beta, and contractions of one block or
+// several (k past the stored panels' kc).
+func TestSgemmPackedBF16RowSlices(t *testing.T) {
+	if panelTilesFor(32) == nil {
+		t.Skip("no AVX-512 panel tiles on this CPU")
+	}
+	rng := rand.New(rand.NewSource(12))
+	for _, tc := range []struct{ m, n, k int }{{700, 96, 576}, {1100, 64, 200}, {300, 1536, 576}, {4100, 32, 1536}} {
+		w16 := make([]uint16, tc.n*tc.k)
+		RoundBF16(w16, randVec(rng, len(w16)))
+		p := PackBF16(tc.n, tc.k, w16, tc.k)
+		if p.nr != 32 || tc.m <= rowGroupsMaxRows {
+			t.Fatalf("%v: not a product the slices take (panels %d wide)", tc, p.nr)
+		}
+		a := randVec(rng, tc.m*tc.k)
+		for _, beta := range []float32{0, 0.5} {
+			c0 := randVec(rng, tc.m*tc.n)
+			c1 := append([]float32(nil), c0...)
+			SgemmPackedBF16(tc.m, 0.75, a, tc.k, p, beta, c1, tc.n)
+			kern := kernelFor(tc.n)
+			widen := func(dst []float32, p0, kc, j0, _ int) { widenBF16(dst[:kc*p.nr], p.panel(p0, j0)) }
+			sgemmBlocked(kern, 2, false, tc.m, tc.n, tc.k, 0.75, a, tc.k, widen, beta, c0, tc.n, nil)
+			for i := range c0 {
+				if c1[i] != c0[i] {
+					t.Fatalf("%v beta %v: C[%d,%d] = %v, the blocked driver's %v", tc, beta, i/tc.n, i%tc.n, c1[i], c0[i])
 				}
 			}
 		}

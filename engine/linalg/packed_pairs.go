@@ -294,6 +294,24 @@ func (t *lowRankTiles) tile(c []float32, ldc, i, rows, jj, cols int) {
 	t.kern.tile(r, (*t.up)[i*r:], (*t.vp)[jj/nr*r*nr:], c[(t.chunkRow+i)*ldc+jj:], ldc, t.lr.Alpha, 1, rows, cols)
 }
 
+// packGroups lays out U's rows from chunkRow for sgemmRowGroups' groups of rows: group g (size(g) rows, at
+// most the kernel's mr) in panel g.
+func (t *lowRankTiles) packGroups(groups int, size func(g int) int) {
+	mr, r := t.kern.mr, t.lr.Rank
+	*t.up = grow(*t.up, groups*mr*r)
+	for g, i := 0, t.chunkRow; g < groups; g++ {
+		t.kern.packAPanel((*t.up)[g*mr*r:], t.lr.U, t.lr.LDU, false, i, size(g), 0, r)
+		i += size(g)
+	}
+}
+
+// groupTile adds the term to the tile of C (ldc; its row 0 is U's row chunkRow) of group g (packGroups):
+// rows i .. i+rows-1, the nr columns from j0.
+func (t *lowRankTiles) groupTile(c []float32, ldc, g, i, rows, j0 int) {
+	r, mr, nr := t.lr.Rank, t.kern.mr, t.kern.nr
+	t.kern.tile(r, (*t.up)[g*mr*r:], (*t.vp)[j0/nr*r*nr:], c[i*ldc+j0:], ldc, t.lr.Alpha, 1, rows, nr)
+}
+
 func (t *lowRankTiles) release() {
 	putScratch(t.vp)
 	putScratch(t.up)
