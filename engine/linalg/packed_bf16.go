@@ -128,11 +128,17 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 		// (the last panel of a ragged n is summed apart, hence n % 32).
 		workers, release := acquireWorkers(m, n, k)
 		low := rowGroupTerm(lr, m, p)
-		for i0 := 0; i0 < m; i0 += rowSliceRows {
+		for i0, rows := 0, 0; i0 < m; i0 += rows {
+			// A last slice of 1 or 2 rows would go through tiles of that many, which sum a step's pairs
+			// in two sets of accumulators (not the blocked driver's order): the slice before takes them.
+			rows = min(rowSliceRows, m-i0)
+			if m-i0-rows < 3 {
+				rows = m - i0
+			}
 			if low != nil {
 				low.chunkRow = i0
 			}
-			sgemmRowGroups(tiles, workers, min(rowSliceRows, m-i0), alpha, a[i0*lda:], lda, p, beta, c[i0*ldc:], ldc, low)
+			sgemmRowGroups(tiles, workers, rows, alpha, a[i0*lda:], lda, p, beta, c[i0*ldc:], ldc, low)
 		}
 		release()
 		lr.finish(low, m, n, c, ldc)

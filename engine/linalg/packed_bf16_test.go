@@ -179,14 +179,14 @@ func TestSgemmPackedBF16Plus(t *testing.T) {
 
 // TestSgemmPackedBF16RowSlices: a product of more rows than rowGroupsMaxRows over whole AVX-512 panels goes
 // through the row groups in slices (SgemmPackedBF16Plus); its sums are the blocked driver's over the stored
-// panels, which took these rows before, bit for bit, for alpha and beta, and contractions of one block or
-// several (k past the stored panels' kc).
+// panels, which took these rows before, bit for bit, for alpha and beta, contractions of one block or
+// several (k past the stored panels' kc), and a last slice of 1 or 2 rows (385 = 3 · 128 + 1, 258).
 func TestSgemmPackedBF16RowSlices(t *testing.T) {
 	if panelTilesFor(32) == nil {
 		t.Skip("no AVX-512 panel tiles on this CPU")
 	}
 	rng := rand.New(rand.NewSource(12))
-	for _, tc := range []struct{ m, n, k int }{{700, 96, 576}, {1100, 64, 200}, {300, 1536, 576}, {4100, 32, 1536}} {
+	for _, tc := range []struct{ m, n, k int }{{700, 96, 576}, {1100, 64, 200}, {300, 1536, 576}, {4100, 32, 1536}, {385, 64, 96}, {258, 32, 64}} {
 		w16 := make([]uint16, tc.n*tc.k)
 		RoundBF16(w16, randVec(rng, len(w16)))
 		p := PackBF16(tc.n, tc.k, w16, tc.k)
