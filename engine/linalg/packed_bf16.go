@@ -111,7 +111,7 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 			release()
 			workers, release = acquireWorkers(m, n, k)
 		}
-		low := rowGroupTerm(lr, m, p)
+		low := rowGroupTerm(lr, m, p, tiles)
 		sgemmRowGroups(tiles, workers, m, alpha, a, lda, p, beta, c, ldc, low)
 		release()
 		lr.finish(low, m, n, c, ldc)
@@ -127,7 +127,7 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 		// sum each block of the stored panels' kc steps in order from zero and add alpha·sums + beta·C
 		// (the last panel of a ragged n is summed apart, hence n % 32).
 		workers, release := acquireWorkers(m, n, k)
-		low := rowGroupTerm(lr, m, p)
+		low := rowGroupTerm(lr, m, p, tiles)
 		for i0, rows := 0, 0; i0 < m; i0 += rows {
 			// A last slice of 1 or 2 rows would go through tiles of that many, which sum a step's pairs
 			// in two sets of accumulators (not the blocked driver's order): the slice before takes them.
@@ -190,16 +190,17 @@ const rowSliceRows = 128
 
 // rowGroupTerm lays lr's term out for sgemmRowGroups' tiles (the term's own blocked tiles, as Sgemm would add
 // it over m rows: lr.tiles), or returns nil, the term then added after the product (LowRank.finish): where
-// Sgemm would not use those tiles, or their panels are not p's.
-func rowGroupTerm(lr *LowRank, m int, p *PackedBF16) *lowRankTiles {
-	if lr == nil || !lr.blocked(m, p.n) || p.n%p.nr != 0 || kernelFor(p.n).nr != p.nr || kernelFor(p.n).mr < rowGroupMax {
+// Sgemm would not use those tiles, their panels are not p's, or a group of rows (up to len(tiles) − 1) would
+// not fit one of their row panels.
+func rowGroupTerm(lr *LowRank, m int, p *PackedBF16, tiles []panelTile) *lowRankTiles {
+	if lr == nil || !lr.blocked(m, p.n) || p.n%p.nr != 0 {
+		return nil
+	}
+	if kern := kernelFor(p.n); kern.nr != p.nr || kern.mr < len(tiles)-1 {
 		return nil
 	}
 	return newLowRankTiles(lr, p.n)
 }
-
-// rowGroupMax is the most rows of a group of sgemmRowGroups' (len(tiles) − 1 of AVX-512's panel tiles).
-const rowGroupMax = 11
 
 // rowGroupsMaxRows is the most rows of A sgemmRowGroups takes with AVX-512's 32-wide panels: a prompt of
 // 128 tokens at SmolLM2-135M's shape prefills in 0.13–0.14 s that way against 0.20 in the blocked driver
