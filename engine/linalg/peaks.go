@@ -2,6 +2,7 @@ package linalg
 
 import (
 	"math"
+	"runtime"
 	"time"
 )
 
@@ -49,15 +50,22 @@ func AMXLoop() (func(iters int), float64) {
 // training step over the pair products took 16–18 s, over the float32 panel tiles 11–12 s). The two are so
 // far apart that a margin anywhere between them decides the same way under any load; dotMargin leaves the
 // rounding of the activations (a cost the float32 tiles do not pay) a clear gain to buy.
+//
+// Each run is timed on its thread's CPU clock (threadTime), not the wall clock: a process that starts while
+// others hold the cores (a worker beside a training step, the tests of CI in parallel) had its thread
+// descheduled in the middle of the runs, and with 2 cores and two 2-thread training steps beside it, 1 start
+// in 40 on a Zen 5 EPYC decided that the dot products do not pay, halving its training speed for its life.
 func dotOutrunsFMA() bool {
 	if dotLoop.run == nil || fmaLoop.run == nil {
 		return false
 	}
-	const iters = 1 << 15 // 0.1–0.4 ms a run
+	const iters = 1 << 15  // 0.1–0.4 ms a run
+	runtime.LockOSThread() // the thread whose clock times the runs runs them
+	defer runtime.UnlockOSThread()
 	timed := func(l peakLoop) time.Duration {
-		start := time.Now()
+		start := threadTime()
 		l.run(iters)
-		return time.Since(start)
+		return threadTime() - start
 	}
 	timed(fmaLoop) // warm-up: a core's first wide instructions can run slower
 	timed(dotLoop)
