@@ -88,3 +88,31 @@ func testAttend(t *testing.T, rng *rand.Rand, hd, rows, n int) {
 		}
 	}
 }
+
+// BenchmarkAttend times this CPU's AttendScores and AttendWeigh against Sgemm's few-row path for a decoding
+// step's G query rows of one key/value head (3 at SmolLM2's shape, 7 at Qwen2.5-0.5B's) over a chunk of 64
+// keys of 64 values in L1, as engine/model walks a run of them (attendChunk).
+func BenchmarkAttend(b *testing.B) {
+	const hd, n, lds = 64, 64, 256
+	rng := rand.New(rand.NewSource(1))
+	q, k, v := randVec(rng, 8*hd), randVec(rng, n*hd), randVec(rng, n*hd)
+	s, out := make([]float32, 8*lds), make([]float32, 8*hd)
+	for _, G := range []int{3, 7} {
+		for _, im := range []struct {
+			name   string
+			scores func(q []float32, ldq, rows int, k []float32, hd, n int, scale float32, s []float32, lds int)
+			weigh  func(w []float32, ldw, rows int, v []float32, hd, n int, out []float32, ldo int, add bool)
+		}{{"cpu", attScores, attWeigh}, {"sgemm", attendScoresSgemm, attendWeighSgemm}} {
+			b.Run(fmt.Sprintf("scores/rows%d/%s", G, im.name), func(b *testing.B) {
+				for range b.N {
+					im.scores(q, hd, G, k, hd, n, 0.125, s, lds)
+				}
+			})
+			b.Run(fmt.Sprintf("weigh/rows%d/%s", G, im.name), func(b *testing.B) {
+				for range b.N {
+					im.weigh(s, lds, G, v, hd, n, out, hd, true)
+				}
+			})
+		}
+	}
+}

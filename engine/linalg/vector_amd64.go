@@ -124,27 +124,27 @@ func useSIMDVectors() {
 	}
 	maxOf = func(x []float32) float32 { return maxAVX2(&x[0], len(x)) }
 	// A decoding step's attention, a query row at a time over the cached keys and values. The products
-	// these replace went to Sgemm's naive loop or its blocked driver's packing on AVX2; AVX-512 keeps
-	// Sgemm's few-row kernels, measured there before (a 16-key scoring kernel was no faster on Zen 4).
-	if !hasAVX512() {
-		attScores = func(q []float32, ldq, rows int, k []float32, hd, n int, scale float32, s []float32, lds int) {
-			if hd%8 != 0 {
-				attendScoresSgemm(q, ldq, rows, k, hd, n, scale, s, lds)
-				return
-			}
-			for i := range rows {
-				attendScoresAVX2(&q[i*ldq], &k[0], hd, n, &s[i*lds], scale)
-			}
+	// these replace went to Sgemm's naive loop or its blocked driver's packing on AVX2, and on AVX-512 to
+	// Sgemm's few-row kernels, which take 4 rows (3 of them used at SmolLM2's shape) through a call chain
+	// per product: 2.4× these kernels' time for 3 rows' scores over 64 keys in L1 and 1.3× for their
+	// weighing on a Zen 4 EPYC (BenchmarkAttend), rollouts 4–6% slower.
+	attScores = func(q []float32, ldq, rows int, k []float32, hd, n int, scale float32, s []float32, lds int) {
+		if hd%8 != 0 {
+			attendScoresSgemm(q, ldq, rows, k, hd, n, scale, s, lds)
+			return
 		}
-		attWeigh = func(w []float32, ldw, rows int, v []float32, hd, n int, out []float32, ldo int, add bool) {
-			if hd%64 != 0 || n == 0 {
-				attendWeighSgemm(w, ldw, rows, v, hd, n, out, ldo, add)
-				return
-			}
-			for i := range rows {
-				for c := 0; c < hd; c += 64 {
-					attendWeigh64AVX2(&w[i*ldw], &v[c], hd, n, &out[i*ldo+c], add)
-				}
+		for i := range rows {
+			attendScoresAVX2(&q[i*ldq], &k[0], hd, n, &s[i*lds], scale)
+		}
+	}
+	attWeigh = func(w []float32, ldw, rows int, v []float32, hd, n int, out []float32, ldo int, add bool) {
+		if hd%64 != 0 || n == 0 {
+			attendWeighSgemm(w, ldw, rows, v, hd, n, out, ldo, add)
+			return
+		}
+		for i := range rows {
+			for c := 0; c < hd; c += 64 {
+				attendWeigh64AVX2(&w[i*ldw], &v[c], hd, n, &out[i*ldo+c], add)
 			}
 		}
 	}
