@@ -42,6 +42,18 @@ func TestSgemmShapes(t *testing.T) {
 			}
 		}
 	}
+	// A few rows times Bᵀ with a k shorter than a vector: an adapter's term u·Bᵀ in a decoding step (on
+	// AVX-512, B transposed for the few-row kernels).
+	for _, tA := range []bool{false, true} {
+		for _, m := range []int{5, 9, 16} {
+			for _, n := range []int{64, 100, 1536} {
+				for _, k := range []int{1, 8, 9, 15} {
+					s := scalars[rng.IntN(len(scalars))]
+					newGemmCase(rng, tA, true, m, n, k, s[0], s[1], rng.IntN(3)).check(t, "Sgemm", Sgemm)
+				}
+			}
+		}
+	}
 }
 
 // TestSgemmConcurrent runs parallel-sized products from several goroutines at once (as the engine does for
