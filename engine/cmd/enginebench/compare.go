@@ -18,6 +18,7 @@ import (
 type compareOptions struct {
 	python                                   string
 	threads, seqs, seqLen, trainable, prompt int
+	steps                                    int
 	decode                                   int
 	torchSeqs, only                          string
 }
@@ -76,7 +77,8 @@ func runCompare(o compareOptions) error {
 		}
 		for _, work := range []string{"rl", "sft", "infer"} {
 			eargs := []string{"-shape", sh.name, "-work", work, "-seqs", fmt.Sprint(o.seqs), "-len", fmt.Sprint(o.seqLen),
-				"-trainable", fmt.Sprint(o.trainable), "-prompt", fmt.Sprint(o.prompt), "-decode", fmt.Sprint(o.decode)}
+				"-trainable", fmt.Sprint(o.trainable), "-prompt", fmt.Sprint(o.prompt), "-decode", fmt.Sprint(o.decode),
+				"-steps", fmt.Sprint(o.steps)}
 			// A workload that fails (a memory budget the step no longer fits, a crash) is reported under the
 			// table and the others still run: one row must not cost the whole table.
 			eng, err := childEnv(o.threads, self, eargs...)
@@ -87,7 +89,7 @@ func runCompare(o compareOptions) error {
 			}
 			targs := []string{script.Name(), "--config", sh.config, "--work", work, "--seqs", fmt.Sprint(tseqs),
 				"--len", fmt.Sprint(o.seqLen), "--trainable", fmt.Sprint(o.trainable), "--prompt", fmt.Sprint(o.prompt),
-				"--decode", fmt.Sprint(o.decode), "--threads", fmt.Sprint(o.threads)}
+				"--decode", fmt.Sprint(o.decode), "--threads", fmt.Sprint(o.threads), "--steps", fmt.Sprint(o.steps)}
 			tor, err := child(torchenv.Env(os.Environ(), o.threads), o.python, targs...)
 			if err == nil && len(eng) != len(tor) {
 				err = fmt.Errorf("engine gave %d results, PyTorch %d", len(eng), len(tor))

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +74,9 @@ type result struct {
 	Batch   int     `json:"batch,omitempty"`
 	Seqs    int     `json:"seqs,omitempty"`
 	Tokens  int     `json:"tokens"`
-	Seconds float64 `json:"seconds"`
+	Seconds float64 `json:"seconds"` // a training workload's: the median of its measured steps
+	// StepSeconds are a training workload's measured steps, in order.
+	StepSeconds []float64 `json:"step_seconds,omitempty"`
 	// The training step's own matmul_gflops: the flops its products issued (attention causally) per second.
 	MatmulGFLOPs float64 `json:"matmul_gflops,omitempty"`
 	rss          int64   // peak RSS of the child process (bytes), filled by the parent
@@ -86,6 +89,7 @@ func main() {
 		work      = flag.String("work", "rl", "rl, sft or infer (prefill, decode at batch 1 and 8)")
 		seqs      = flag.Int("seqs", 32, "sequences of a training step")
 		seqLen    = flag.Int("len", 128, "tokens per training sequence")
+		steps     = flag.Int("steps", 3, "measured training steps (after the warm-up), each on new sequences: the median is reported")
 		trainable = flag.Int("trainable", 96, "trailing trainable tokens per sequence")
 		group     = flag.Int("group", 1, "sequences per prompt: groups of this many share their untrainable leading tokens, as RL rollouts of one prompt do (not with -compare)")
 		prompt    = flag.Int("prompt", 128, "prompt tokens (prefill, and the context decoding starts from)")
@@ -99,7 +103,7 @@ func main() {
 	)
 	flag.Parse()
 	if *compare {
-		o := compareOptions{python: *python, threads: *threads, seqs: *seqs, seqLen: *seqLen, trainable: *trainable,
+		o := compareOptions{python: *python, threads: *threads, seqs: *seqs, seqLen: *seqLen, trainable: *trainable, steps: *steps,
 			prompt: *prompt, decode: *decode, torchSeqs: *torchSeqs, only: *only}
 		if err := runCompare(o); err != nil {
 			fmt.Fprintln(os.Stderr, "enginebench:", err)
@@ -143,7 +147,7 @@ func main() {
 	var err error
 	switch *work {
 	case "rl", "sft":
-		err = trainWork(sh, *work, *seqs, *seqLen, *trainable, *group, begin)
+		err = trainWork(sh, *work, *seqs, *seqLen, *trainable, *group, *steps, begin)
 	case "infer":
 		begin()
 		err = inferWork(sh, *prompt, *decode)
@@ -187,8 +191,10 @@ func emit(r result) {
 // a gigabyte of arena first — about 300,000 pages, 1.5–2 s of the 135M step on the 2-core Zen 5 VM, whose
 // hypervisor takes an exit per page — which a service pays once per process, not per step. torch_bench.py
 // warms PyTorch up the same way. In groups of group sequences, the tokens before the trainable ones are
-// the same (a prompt and its rollouts).
-func trainWork(sh shape, work string, n, T, trainable, group int, begin func()) error {
+// the same (a prompt and its rollouts). Of steps measured steps, each on new sequences, the median is the
+// result: one step's time moved by ±15% between runs on a shared 2-core VM, PyTorch's as much, so that a
+// ratio of two single steps could not say which side of 3× it was on.
+func trainWork(sh shape, work string, n, T, trainable, group, steps int, begin func()) error {
 	ctx := context.Background()
 	b, err := engine.NewRandomBase(sh.name, []byte(sh.config), 1)
 	if err != nil {
@@ -239,15 +245,31 @@ func trainWork(sh shape, work string, n, T, trainable, group int, begin func()) 
 	if _, err := step(mk(n, 1)); err != nil {
 		return err
 	}
-	batch := mk(n, 2)
 	begin()
-	start := time.Now()
-	st, err := step(batch)
-	if err != nil {
-		return err
+	times := make([]float64, max(1, steps))
+	var gflops []float64
+	for i := range times {
+		batch := mk(n, int64(2+i))
+		start := time.Now()
+		st, err := step(batch)
+		if err != nil {
+			return err
+		}
+		times[i] = time.Since(start).Seconds()
+		gflops = append(gflops, st["matmul_gflops"])
 	}
-	emit(result{Work: work, Seqs: n, Tokens: n * T, Seconds: time.Since(start).Seconds(), MatmulGFLOPs: st["matmul_gflops"]})
+	emit(result{Work: work, Seqs: n, Tokens: n * T, Seconds: median(times), StepSeconds: times, MatmulGFLOPs: median(gflops)})
 	return nil
+}
+
+// median is the middle value of xs (the mean of the middle two for an even count); xs is not changed.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // inferWork measures the prefill of a prompt (logits of its last position only) and greedy decoding from

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/trainyard/trainyard/internal/roofline"
 )
@@ -122,6 +123,16 @@ func (t table) print(w io.Writer) {
 			et, pt, et/pt, t.flopsCell(e, r.engineCost), t.flopsCell(p, r.torchCost),
 			t.boundCell(e, r.engineCost), t.boundCell(p, r.torchCost), gib(e.rss), gib(p.rss))
 	}
+	var spread []string
+	for _, r := range t.rows {
+		if len(r.engine.StepSeconds) > 1 || len(r.torch.StepSeconds) > 1 {
+			spread = append(spread, fmt.Sprintf("%s %s: engine %s, PyTorch %s", r.shape, r.engine.Work,
+				secondsList(r.engine.StepSeconds), secondsList(r.torch.StepSeconds)))
+		}
+	}
+	if len(spread) > 0 {
+		fmt.Fprintf(w, "\nTraining rows: the median of each system's measured steps (seconds, in order): %s.\n", strings.Join(spread, "; "))
+	}
 	fmt.Fprint(w, `
 GFLOP/s: useful FLOPs / measured time, as a percentage of the peak the row is compared with: fp32 is the
 cores' float32 multiply-add peak, bf16 their bfloat16 dot-product peak (the engine's decoding of 2–7 rows
@@ -136,7 +147,7 @@ LoRA step is 4·N_base + 6·N_adapters per token (no weight gradients for the fr
 token plus attention. Work a system does beyond that (recomputation, masked positions) earns nothing.
 roofline: the shortest time the work could take here (max of its bytes / bandwidth and its FLOPs / the
 peak) as a percentage of the measured time, and which of the two sets it.
-Peak RSS: each workload is its own process (model build, warm-up, measured step); the prefill and decode
+Peak RSS: each workload is its own process (model build, warm-up, measured steps); the prefill and decode
 rows share one.
 `)
 }
@@ -155,4 +166,13 @@ func (t table) label(e, p result) string {
 		label += fmt.Sprintf(", batch %d", e.Batch)
 	}
 	return label
+}
+
+// secondsList prints step times as "7.05, 7.42, 8.50".
+func secondsList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
 }

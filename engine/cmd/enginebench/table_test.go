@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/trainyard/trainyard/internal/roofline"
@@ -59,5 +60,24 @@ func TestRowsComparedWithTheirPeak(t *testing.T) {
 	tb.dot = false
 	if _, name := tb.peak(result{System: "engine", Work: "decode", Batch: 8}); name != "fp32" {
 		t.Errorf("batched decoding without dot products compared with %s", name)
+	}
+}
+
+// TestMedianSteps: a training row is the median of its measured steps, and the table lists them all.
+func TestMedianSteps(t *testing.T) {
+	t.Parallel()
+	if got := median([]float64{8.5, 7.0, 7.4}); got != 7.4 {
+		t.Errorf("median of three %g, want 7.4", got)
+	}
+	if got := median([]float64{2, 1, 4, 3}); got != 2.5 {
+		t.Errorf("median of four %g, want 2.5", got)
+	}
+	tb := table{m: roofline.Machine{FMAPeak: 100e9, Bandwidth: 10e9}, rows: []row{{shape: "S",
+		engine: result{System: "engine", Work: "rl", Tokens: 100, Seconds: 7.4, StepSeconds: []float64{8.5, 7, 7.4}},
+		torch:  result{System: "pytorch", Work: "rl", Tokens: 100, Seconds: 20, StepSeconds: []float64{21, 20, 19}}}}}
+	var b strings.Builder
+	tb.print(&b)
+	if want := "S rl: engine 8.50, 7.00, 7.40, PyTorch 21.00, 20.00, 19.00"; !strings.Contains(b.String(), want) {
+		t.Errorf("table without %q:\n%s", want, b.String())
 	}
 }

@@ -15,6 +15,7 @@ KV heads are attended without copying them, and training uses gradient accumulat
 import argparse
 import json
 import math
+import statistics
 import time
 
 import torch
@@ -231,6 +232,7 @@ def main():
     ap.add_argument("--len", type=int, default=128)
     ap.add_argument("--trainable", type=int, default=96)
     ap.add_argument("--micro", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=3, help="rl, sft: measured steps, each on new sequences (the median is reported)")
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--decode", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
@@ -253,11 +255,13 @@ def main():
         adv = torch.randn(a.seqs, generator=gen)
         # warm-up: a step of as many other sequences, as the engine's (enginebench's trainWork)
         train_step(m, opt, batch(a.seqs, a.len, V, gen), a.trainable, a.work, adv, a.micro)
-        ids = batch(a.seqs, a.len, V, gen)
-        t = time.perf_counter()
-        train_step(m, opt, ids, a.trainable, a.work, adv, a.micro)
-        el = time.perf_counter() - t
-        out(work=a.work, tokens=a.seqs * a.len, seconds=el, seqs=a.seqs)
+        times = []
+        for _ in range(max(1, a.steps)):
+            ids = batch(a.seqs, a.len, V, gen)
+            t = time.perf_counter()
+            train_step(m, opt, ids, a.trainable, a.work, adv, a.micro)
+            times.append(time.perf_counter() - t)
+        out(work=a.work, tokens=a.seqs * a.len, seconds=statistics.median(times), step_seconds=times, seqs=a.seqs)
         return
     m = Llama(c, 0, 0)
     if a.work == "rollouts":
