@@ -98,7 +98,7 @@ func main() {
 		threads   = flag.Int("threads", runtime.GOMAXPROCS(0), "threads of both systems (compare)")
 		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8,Gemma3-1B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
 		only      = flag.String("shapes", "", "comma-separated shapes to run (compare; default all)")
-		profile   = flag.String("cpuprofile", "", "write a CPU profile of the workload to this file: a training step's measured step only (not with -compare)")
+		profile   = flag.String("cpuprofile", "", "write a CPU profile of the workload to this file: a training workload's measured steps only (not with -compare)")
 		vocab     = flag.Int("vocab", 0, "the shape's vocabulary size, when not its own (not with -compare; 151936: SmolLM2-135M's body with Qwen3's vocabulary, as bench-rollouts and bench-loop serve it)")
 	)
 	flag.Parse()
@@ -126,7 +126,7 @@ func main() {
 		b, _ := json.Marshal(cfg)
 		sh.config = string(b)
 	}
-	// A training workload's profile covers its measured step only: the model's build and the warm-up step
+	// A training workload's profile covers its measured steps only: the model's build and the warm-up step
 	// map the activation arena in, and the page faults' kernel time lands on whatever first touched a page
 	// (mostly the forward products' stores), which made the products look a quarter slower than they run.
 	begin := func() {}
