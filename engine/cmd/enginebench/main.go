@@ -247,7 +247,7 @@ func trainWork(sh shape, work string, n, T, trainable, group, steps int, begin f
 	}
 	begin()
 	times := make([]float64, max(1, steps))
-	var gflops []float64
+	gflops := make([]float64, len(times))
 	for i := range times {
 		batch := mk(n, int64(2+i))
 		start := time.Now()
@@ -256,7 +256,7 @@ func trainWork(sh shape, work string, n, T, trainable, group, steps int, begin f
 			return err
 		}
 		times[i] = time.Since(start).Seconds()
-		gflops = append(gflops, st["matmul_gflops"])
+		gflops[i] = st["matmul_gflops"]
 	}
 	emit(result{Work: work, Seqs: n, Tokens: n * T, Seconds: median(times), StepSeconds: times, MatmulGFLOPs: median(gflops)})
 	return nil
