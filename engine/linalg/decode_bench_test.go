@@ -8,7 +8,8 @@ import (
 // BenchmarkDecodeBody is a decoding step's products with a frozen base at SmolLM2-135M's body (30 layers of q,
 // k, v, o, gate, up and down: 210 matrices, 212 MB of bfloat16 that every step streams from memory) over a
 // batch of 8, 32 or 64 rows, on the base as the service holds it: in the pair layout where the CPU has the
-// pair products ("pairs"), packed for the float32 tiles otherwise ("packed"; AVX2's under
+// pair products ("pairs"; "fused": each layer's q, k and v one matrix, and gate and up, as FusePairs lays
+// them out for decoding), packed for the float32 tiles otherwise ("packed"; AVX2's under
 // GODEBUG=cpu.avx512f=off). It reports the weights' bytes per second against the machine's bandwidth.
 //
 //	go test -run '^$' -bench DecodeBody -count 6 ./engine/linalg/
@@ -33,8 +34,21 @@ func BenchmarkDecodeBody(b *testing.B) {
 	for _, x := range ms {
 		bytes += int64(2 * x.n * x.k)
 	}
-	for _, layout := range []string{"pairs", "packed"} {
-		if layout == "pairs" && ms[0].pairs == nil {
+	// The same matrices fused, layer by layer (of copies: FusePairs moves its parts).
+	var fused []matrix
+	if ms[0].pairs != nil {
+		for l := 0; l < len(ms); l += len(shapes) {
+			copies := make([]*PackedPairs, len(shapes))
+			for i, x := range ms[l : l+len(shapes)] {
+				copies[i] = &PackedPairs{n: x.n, k: x.k, steps: x.pairs.steps, data: append([]uint16(nil), x.pairs.data...)}
+			}
+			for _, f := range []*PackedPairs{FusePairs(copies[:3]...), copies[3], FusePairs(copies[4:6]...), copies[6]} {
+				fused = append(fused, matrix{n: f.Rows(), k: f.k, pairs: f})
+			}
+		}
+	}
+	for _, layout := range []string{"pairs", "fused", "packed"} {
+		if layout != "packed" && ms[0].pairs == nil {
 			continue
 		}
 		for _, m := range []int{8, 32, 64} {
@@ -43,13 +57,20 @@ func BenchmarkDecodeBody(b *testing.B) {
 				for i := range a {
 					a[i] = float32(i%7) - 3
 				}
-				c := make([]float32, m*1536)
+				c := make([]float32, m*3072)
 				b.SetBytes(bytes)
 				for b.Loop() {
-					for _, x := range ms {
-						if layout == "pairs" {
+					switch layout {
+					case "pairs":
+						for _, x := range ms {
 							SgemmPackedPairs(m, 1, a, x.k, x.pairs, 0, c, x.n)
-						} else {
+						}
+					case "fused":
+						for _, x := range fused {
+							SgemmPackedPairs(m, 1, a, x.k, x.pairs, 0, c, x.n)
+						}
+					default:
+						for _, x := range ms {
 							SgemmPackedBF16(m, 1, a, x.k, x.bf16, 0, c, x.n)
 						}
 					}

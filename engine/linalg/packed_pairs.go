@@ -85,6 +85,42 @@ func SgemmPackedPairsNPlus(m int, alpha float32, a []float32, lda int, p *Packed
 	p.product(false, m, alpha, a, lda, beta, c, ldc, lr)
 }
 
+// FusePairs moves the packed matrices ps, all over the same contraction and each but the last a whole
+// number of 32-row panels, into one allocation, one after another, and returns them as one matrix: their
+// rows stacked, W = [W₀; W₁; …], which one product multiplies (x·Wᵀ: every part's columns of the output,
+// side by side). Each of ps reads its part of the allocation from then on, so the fused matrix costs no
+// memory of its own. The layout is panel after panel, so the parts' panels are already the fused matrix's.
+// Nil, and ps unchanged, when they do not fit together.
+//
+// A decoding step of 32 sequences multiplies its rows by a layer's q, k and v (576, 192 and 192 rows at
+// SmolLM2-135M's shape) and by gate and up: products of a few panels for each of the two workers, each
+// product's first panel a worker's cold read from memory and each a fork and join of its own.
+func FusePairs(ps ...*PackedPairs) *PackedPairs {
+	if len(ps) < 2 {
+		return nil
+	}
+	total := 0
+	for i, p := range ps {
+		if p == nil || p.k != ps[0].k || i < len(ps)-1 && p.n%32 != 0 {
+			return nil
+		}
+		total += len(p.data)
+	}
+	f := &PackedPairs{k: ps[0].k, steps: ps[0].steps, data: make([]uint16, total)}
+	prefault.Slice(f.data)
+	off := 0
+	for _, p := range ps {
+		n := copy(f.data[off:], p.data)
+		p.data = f.data[off : off+n : off+n]
+		off += n
+		f.n += p.n
+	}
+	return f
+}
+
+// Rows is the number of rows of W (the product x·Wᵀ's output columns).
+func (p *PackedPairs) Rows() int { return p.n }
+
 // Bytes is the memory the packed matrix takes.
 func (p *PackedPairs) Bytes() int64 { return int64(len(p.data)) * 2 }
 

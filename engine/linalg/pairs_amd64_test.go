@@ -367,3 +367,70 @@ func testPairsLowRank(t *testing.T) {
 		}
 	}
 }
+
+// TestFusePairs: the rows of packed matrices fused by FusePairs multiply as the matrices did apart, bit for
+// bit (each output column is its own row of W's sums), and each part, now reading the fused allocation,
+// still multiplies as before; parts that do not stack (a middle one not a whole number of panels, another
+// contraction) are refused and left as they were.
+func TestFusePairs(t *testing.T) { withEachPanel(t, testFusePairs) }
+
+func testFusePairs(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	const k = 96
+	rows := []int{64, 32, 50}
+	var parts []*PackedPairs
+	for _, n := range rows {
+		w := make([]uint16, n*k)
+		for i := range w {
+			w[i] = ToBF16(float32(rng.NormFloat64()))
+		}
+		parts = append(parts, PackPairs(n, k, w, k))
+	}
+	odd := PackPairs(50, k, make([]uint16, 50*k), k)
+	if FusePairs(odd, parts[0]) != nil || FusePairs(parts[0], PackPairs(32, 64, make([]uint16, 32*64), 64)) != nil {
+		t.Fatal("FusePairs fused parts that do not stack")
+	}
+	ms := []int{1, 8, 32, 100}
+	as := make([][]float32, len(ms))
+	apart := make([][][]float32, len(ms)) // [m][part]
+	var bytes int64
+	for _, p := range parts {
+		bytes += p.Bytes()
+	}
+	for mi, m := range ms {
+		as[mi] = make([]float32, m*k)
+		for i := range as[mi] {
+			as[mi][i] = float32(rng.NormFloat64())
+		}
+		for _, p := range parts {
+			c := make([]float32, m*p.Rows())
+			SgemmPackedPairs(m, 1, as[mi], k, p, 0, c, p.Rows())
+			apart[mi] = append(apart[mi], c)
+		}
+	}
+	f := FusePairs(parts...)
+	if f == nil || f.Rows() != 64+32+50 || f.Bytes() != bytes {
+		t.Fatalf("FusePairs: %v", f)
+	}
+	for mi, m := range ms {
+		fused := make([]float32, m*f.Rows())
+		SgemmPackedPairs(m, 1, as[mi], k, f, 0, fused, f.Rows())
+		off := 0
+		for pi, p := range parts {
+			again := make([]float32, m*p.Rows())
+			SgemmPackedPairs(m, 1, as[mi], k, p, 0, again, p.Rows())
+			for i := range m {
+				for j := range p.Rows() {
+					want := apart[mi][pi][i*p.Rows()+j]
+					if got := fused[i*f.Rows()+off+j]; got != want {
+						t.Fatalf("m=%d: fused C[%d,%d] = %v, part %d's %v", m, i, off+j, got, pi, want)
+					}
+					if got := again[i*p.Rows()+j]; got != want {
+						t.Fatalf("m=%d: part %d after fusing: C[%d,%d] = %v, want %v", m, pi, i, j, got, want)
+					}
+				}
+			}
+			off += p.Rows()
+		}
+	}
+}

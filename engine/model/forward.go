@@ -66,9 +66,10 @@ type Pass struct {
 	// what the layer keeps (x, x2 and their norms' scales; g and u) instead. Kept per layer they were 31% of
 	// a 135M pass's memory per token, and a smaller pass repeats a group's shared prompt more often.
 	hbuf     []float32
-	r16      []uint16 // rounded's buffer
-	FlopsFwd int64    // matmul flops issued by the forward pass
-	FlopsBwd int64    // matmul flops issued by Backward
+	r16      []uint16  // rounded's buffer
+	fused    []float32 // linearsFused's sums, N × the widest fused matrix's rows
+	FlopsFwd int64     // matmul flops issued by the forward pass
+	FlopsBwd int64     // matmul flops issued by Backward
 }
 
 // Forward runs seqs through the model.
@@ -238,16 +239,19 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	h16 := p.rounded(c.Dim) // h1's rows rounded for q, k and v, then h2's for gate and up
 	rmsNormRounding(lc.h1, h16, x, ly.AttnNorm, lc.r1, cp1, c.Dim, c.NormEps, off, false)
 	p.adapterInputs(l, lc, lc.h1, ModQ, ModK, ModV)
+	q, k := lc.q, lc.k
 	if c.QKNorm {
-		p.linearRounded(l, ModQ, lc, lc.h1, h16, lc.qraw, 0)
-		p.linearRounded(l, ModK, lc, lc.h1, h16, lc.kraw, 0)
+		q, k = lc.qraw, lc.kraw
+	}
+	if !p.linearsFused(l, lc, ly.qkv, lc.h1, qkvModules, q, k, lc.v) {
+		p.linearRounded(l, ModQ, lc, lc.h1, h16, q, 0)
+		p.linearRounded(l, ModK, lc, lc.h1, h16, k, 0)
+		p.linearRounded(l, ModV, lc, lc.h1, h16, lc.v, 0)
+	}
+	if c.QKNorm {
 		rmsNormTo(lc.q, lc.qraw, ly.QNorm, lc.rq, nil, c.HeadDim, c.NormEps, off, false)
 		rmsNormTo(lc.k, lc.kraw, ly.KNorm, lc.rk, nil, c.HeadDim, c.NormEps, off, false)
-	} else {
-		p.linearRounded(l, ModQ, lc, lc.h1, h16, lc.q, 0)
-		p.linearRounded(l, ModK, lc, lc.h1, h16, lc.k, 0)
 	}
-	p.linearRounded(l, ModV, lc, lc.h1, h16, lc.v, 0)
 	p.w.ropeOf(l).applyRows(lc.q, lc.k, c.Heads, c.KVHeads, p.pos, false)
 	if p.opt.OnKV != nil {
 		p.opt.OnKV(l, lc.k, lc.v)
@@ -271,8 +275,10 @@ func (p *Pass) block(l int, lc *layerCache, x []float32) []float32 {
 	}
 	rmsNormRounding(lc.h2, h16, x2, ly.MLPNorm, lc.r2, cp2, c.Dim, c.NormEps, off, false)
 	p.adapterInputs(l, lc, lc.h2, ModGate, ModUp)
-	p.linearRounded(l, ModGate, lc, lc.h2, h16, lc.g, 0)
-	p.linearRounded(l, ModUp, lc, lc.h2, h16, lc.u, 0)
+	if !p.linearsFused(l, lc, ly.gateUp, lc.h2, gateUpModules, lc.g, lc.u) {
+		p.linearRounded(l, ModGate, lc, lc.h2, h16, lc.g, 0)
+		p.linearRounded(l, ModUp, lc, lc.h2, h16, lc.u, 0)
+	}
 	a16 := p.rounded(c.Hidden) // the buffer h2's rows were in: gate and up are done
 	gatedActivation(c, lc.a, a16, lc.g, lc.u)
 	if c.SandwichNorm {
@@ -296,17 +302,10 @@ func (p *Pass) linear(l, m int, lc *layerCache, x, y []float32, beta float32) {
 // base is held packed) unless the pass is a decoding step, as a product of its own after it there; then the
 // bias.
 func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16, y []float32, beta float32) {
-	out, in := p.w.Cfg.Shape(m)
+	out, _ := p.w.Cfg.Shape(m)
 	N := p.N
 	w := &p.w.Layers[l].W[m]
-	adapted := p.seqLoRA == nil && p.lora != nil && p.lora.Targets[m]
-	var term linalg.LowRank // the adapter's s·u·Bᵀ, u = x·Aᵀ
-	if adapted {
-		r := p.lora.Rank
-		u := p.adapterInput(l, m, lc, x)
-		term = linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}
-		p.FlopsFwd += int64(2 * N * out * r)
-	}
+	term, adapted := p.adapterTerm(l, m, lc, x)
 	switch {
 	case adapted && p.decode == nil:
 		lr := term // on the heap (the products keep it); a decoding step's term is not
@@ -319,6 +318,72 @@ func (p *Pass) linearRounded(l, m int, lc *layerCache, x []float32, x16 []uint16
 			term.Add(N, out, y, out)
 		}
 	}
+	p.linearDone(l, m, lc, x, y)
+}
+
+// qkvModules and gateUpModules are the projections of Layer.qkv and Layer.gateUp, in their order.
+var (
+	qkvModules    = []int{ModQ, ModK, ModV}
+	gateUpModules = []int{ModGate, ModUp}
+)
+
+// linearsFused is linear (beta 0) for the projections ms of layer l, which all read x, into ys, in a
+// decoding step, through f, their weights fused (Layer.qkv, Layer.gateUp): one product, its columns then
+// copied out to each projection's output, and each one's adapter term, bias and per-sequence adapters as
+// linearRounded adds them. The sums are linearRounded's, bit for bit. It reports false, having done
+// nothing, for other passes (their products have rows enough to keep both workers busy on each matrix,
+// and take them rounded ahead, or with the adapter's term) and where the weights are not fused.
+//
+// A layer's q, k and v at SmolLM2-135M's shape are 18, 6 and 6 panels of 32 rows: apart, each worker took
+// 3 of k's, the first of them a cold read from memory, between two joins. The body's products of a decoding
+// step (linalg's BenchmarkDecodeBody, fused against pairs, Zen 4 EPYC): 7.0–7.8 ms against 8.3–8.6 at 8
+// rows, 18.5–19.2 against 19.6–20.0 at 32.
+func (p *Pass) linearsFused(l int, lc *layerCache, f *linalg.PackedPairs, x []float32, ms []int, ys ...[]float32) bool {
+	if f == nil || p.decode == nil {
+		return false
+	}
+	N, width := p.N, f.Rows()
+	_, in := p.w.Cfg.Shape(ms[0])
+	if len(p.fused) < N*width {
+		p.fused = p.opt.Arena.dirty(N * max(width, p.w.fusedWidth()))
+	}
+	sums := p.fused[:N*width]
+	linalg.SgemmPackedPairs(N, 1, x, in, f, 0, sums, width)
+	col := 0
+	for i, m := range ms {
+		out, _ := p.w.Cfg.Shape(m)
+		y := ys[i]
+		for r := range N {
+			copy(y[r*out:(r+1)*out], sums[r*width+col:r*width+col+out])
+		}
+		col += out
+		if term, adapted := p.adapterTerm(l, m, lc, x); adapted {
+			term.Add(N, out, y, out)
+		}
+		p.linearDone(l, m, lc, x, y)
+	}
+	return true
+}
+
+// adapterTerm is the adapter's s·u·Bᵀ for projection m of layer l (u = x·Aᵀ, computed here unless
+// adapterInputs did), and whether the pass's one adapter adapts m (false for per-sequence adapters:
+// seqAdapters).
+func (p *Pass) adapterTerm(l, m int, lc *layerCache, x []float32) (linalg.LowRank, bool) {
+	if p.seqLoRA != nil || p.lora == nil || !p.lora.Targets[m] {
+		return linalg.LowRank{}, false
+	}
+	out, _ := p.w.Cfg.Shape(m)
+	r := p.lora.Rank
+	u := p.adapterInput(l, m, lc, x)
+	p.FlopsFwd += int64(2 * p.N * out * r)
+	return linalg.LowRank{Rank: r, Alpha: p.lora.Scale(), U: u, LDU: r, V: p.lora.B[l][m], LDV: r, TransV: true}, true
+}
+
+// linearDone finishes y = x·Wᵀ for projection m of layer l once its product (and the one adapter's term) is
+// in: the flops, the bias and the per-sequence adapters' terms.
+func (p *Pass) linearDone(l, m int, lc *layerCache, x, y []float32) {
+	out, in := p.w.Cfg.Shape(m)
+	N := p.N
 	p.FlopsFwd += int64(2 * N * out * in)
 	if b := p.w.Layers[l].Bias[m]; b != nil {
 		for r := 0; r < N; r++ {

@@ -35,8 +35,18 @@ func (w *Weights) Pack() {
 		}
 	}
 	for l := range w.Layers {
-		for m := range w.Layers[l].W {
-			pack(&w.Layers[l].W[m])
+		ly := &w.Layers[l]
+		for m := range ly.W {
+			pack(&ly.W[m])
+		}
+		if ly.qkv == nil && ly.gateUp == nil {
+			ly.qkv = linalg.FusePairs(ly.W[ModQ].pairs, ly.W[ModK].pairs, ly.W[ModV].pairs)
+			ly.gateUp = linalg.FusePairs(ly.W[ModGate].pairs, ly.W[ModUp].pairs)
+			for _, f := range []*linalg.PackedPairs{ly.qkv, ly.gateUp} {
+				if f != nil {
+					garbage += f.Bytes() // the parts' own allocations, which f's replaced
+				}
+			}
 		}
 	}
 	if w.Cfg.TiedEmbeddings {
@@ -93,6 +103,21 @@ func PackedBytes(c Config) int64 {
 	for m := 0; m < NumModules; m++ {
 		o, i := c.Shape(m)
 		n += int64(c.Layers) * added(o, i)
+	}
+	return n
+}
+
+// fusedWidth is the most rows of a layer's fused matrices (Layer.qkv, Layer.gateUp): the width of
+// Pass.linearsFused's sums.
+func (w *Weights) fusedWidth() int {
+	n := 0
+	if len(w.Layers) > 0 {
+		ly := &w.Layers[0]
+		for _, f := range []*linalg.PackedPairs{ly.qkv, ly.gateUp} {
+			if f != nil {
+				n = max(n, f.Rows())
+			}
+		}
 	}
 	return n
 }

@@ -172,3 +172,91 @@ func TestPackedForTheTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFused: a decoding step (and a prefill, which extends caches the same way) multiplies a layer's
+// q, k and v, and its gate and up, through their fused pair layouts (Layer.qkv, Layer.gateUp) with the
+// logits of the same weights multiplied one projection at a time, bit for bit: with one adapter, with an
+// adapter per sequence (and some on the base), with biases, with q/k norms and with Gemma 3's layers.
+func TestDecodeFused(t *testing.T) {
+	if !linalg.SetBF16Train(true) {
+		t.Skip("no pair products on this CPU (neither AMX tiles nor avx512_bf16)")
+	}
+	defer linalg.SetBF16Train(false)
+	linalg.SetBF16Dot(true)
+	defer linalg.SetBF16Dot(false)
+	ctx := context.Background()
+	all := [NumModules]bool{true, true, true, true, true, true, true}
+	// Widths of whole 32-row panels for q and k (v and up may end in part of one): they fuse.
+	wide := func(c Config) Config {
+		c.Dim, c.Heads, c.HeadDim, c.Hidden, c.VocabSize = 64, 4, 16, 96, 40
+		if c.KVHeads == 1 {
+			c.HeadDim = 32
+		}
+		return c
+	}
+	configs := map[string]Config{}
+	for name, c := range archConfigs() {
+		configs[name] = wide(c)
+	}
+	odd := wide(tinyConfig())
+	odd.Hidden = 80 // gate 80 rows: not a whole number of panels, so gate and up stay apart
+	configs["unfused-mlp"] = odd
+	for name, cfg := range configs {
+		w := randomModel(t, cfg, 5).ToBF16()
+		w.Pack()
+		ly := &w.Layers[0]
+		if ly.qkv == nil || (ly.gateUp == nil) != (name == "unfused-mlp") {
+			t.Fatalf("%s: fused q, k, v: %v; gate, up: %v", name, ly.qkv != nil, ly.gateUp != nil)
+		}
+		apart := *w
+		apart.Layers = slices.Clone(w.Layers)
+		for l := range apart.Layers {
+			apart.Layers[l].qkv, apart.Layers[l].gateUp = nil, nil
+		}
+		var loras []*LoRA
+		for seed := range int64(2) {
+			lora, err := NewLoRA(cfg, 2, 4, 0, all, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ts := range lora.Tensors(cfg) {
+				for i := range ts.Data {
+					ts.Data[i] = float32(math.Cos(float64(i)+float64(seed))) * 0.2
+				}
+			}
+			loras = append(loras, lora)
+		}
+		steps := func(w *Weights) []float32 {
+			const n = 9
+			caches := make([]*Cache, n)
+			seqLoRAs := make([]*LoRA, n)
+			toks := make([]int, n)
+			for i := range caches {
+				caches[i] = w.NewCache(12)
+				seqLoRAs[i] = []*LoRA{nil, loras[0], loras[1]}[i%3]
+				prompt := []int{i % cfg.VocabSize, (3 * i) % cfg.VocabSize, 7, 1 + i%5}
+				if _, err := w.Prefill(ctx, caches[i], prompt, loras[0]); err != nil {
+					t.Fatal(err)
+				}
+				toks[i] = (5 * i) % cfg.VocabSize
+			}
+			one, err := w.Decode(ctx, caches, toks, loras[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := append([]float32(nil), one...)
+			each, err := w.DecodeAdapters(ctx, caches, toks, seqLoRAs, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			single, err := w.Decode(ctx, caches[:1], toks[:1], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(append(out, each...), single...)
+		}
+		if got, want := steps(w), steps(&apart); !slices.Equal(got, want) {
+			t.Errorf("%s: logits with fused products differ from those one projection at a time", name)
+		}
+	}
+}

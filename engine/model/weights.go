@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+
+	"github.com/trainyard/trainyard/engine/linalg"
 )
 
 // Layer holds one decoder block's weights.
@@ -16,6 +18,10 @@ type Layer struct {
 	KNorm    []float32
 	// PostAttnNorm and PostMLPNorm norm the sublayers' outputs (Config.SandwichNorm; nil otherwise).
 	PostAttnNorm, PostMLPNorm []float32
+	// qkv and gateUp are, once Pack has run, q, k and v's pair layouts as one matrix, and gate and up's
+	// (linalg.FusePairs; nil where they do not fuse): a decoding step multiplies each set in one product
+	// (Pass.linearsFused). Each projection's own matrix is its part of them, so they cost no memory.
+	qkv, gateUp *linalg.PackedPairs
 }
 
 // Weights are the model's parameters. With tied embeddings Output aliases Embed. The matrices are float32 or
