@@ -41,9 +41,11 @@ func BF16Dot() bool { return bf16Dot.Load() }
 // transB) or B (k × n), A row-major.
 // With pre (op(B) = Bᵀ only), B's panels come from that packed copy and b is not read.
 // With rounded (pre only, see SgemmPackedPairsRounded), A's rows come rounded already. With lr, its term is
-// added to each block of C as it is written (LowRank).
+// added to each block of C as it is written (LowRank). With split (pre fused by FusePairs, transB, beta 0),
+// C's columns of each of pre's parts go to a matrix of their own, split[i] (as wide as part i), and c is
+// not read.
 var pairProducts func(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
-	beta float32, c []float32, ldc int, rounded []uint16, lr *LowRank)
+	beta float32, c []float32, ldc int, rounded []uint16, lr *LowRank, split [][]float32)
 
 // bf16Train says whether SgemmBF16Train rounds activations to bfloat16 for the pair products: on where the
 // CPU has them, unless SetBF16Train turned it off.
@@ -113,7 +115,7 @@ func pairProduct(name string, transA, transB bool, m, n, k int, alpha float32, a
 	}
 	checkBF16Product(name, false, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if n > 0 {
-		pairProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc, nil, nil)
+		pairProducts(transB, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc, nil, nil, nil)
 	}
 	return true
 }

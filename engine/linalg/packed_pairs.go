@@ -14,6 +14,7 @@ import (
 type PackedPairs struct {
 	n, k, steps int
 	data        []uint16
+	parts       []int // the rows of each matrix FusePairs fused into this one (nil: not fused)
 }
 
 // pairPanelT, when set (pairs_amd64.go), writes the panel of W's rows j0 .. j0+cols-1 (cols ≤ 32) over
@@ -87,10 +88,10 @@ func SgemmPackedPairsNPlus(m int, alpha float32, a []float32, lda int, p *Packed
 
 // FusePairs moves the packed matrices ps, all over the same contraction and each but the last a whole
 // number of 32-row panels, into one allocation, one after another, and returns them as one matrix: their
-// rows stacked, W = [W₀; W₁; …], which one product multiplies (x·Wᵀ: every part's columns of the output,
-// side by side). Each of ps reads its part of the allocation from then on, so the fused matrix costs no
-// memory of its own. The layout is panel after panel, so the parts' panels are already the fused matrix's.
-// Nil, and ps unchanged, when they do not fit together.
+// rows stacked, W = [W₀; W₁; …], which one product multiplies (SgemmPackedPairsSplit: each part's columns
+// of x·Wᵀ into a matrix of their own). Each of ps reads its part of the allocation from then on, so the
+// fused matrix costs no memory of its own. The layout is panel after panel, so the parts' panels are
+// already the fused matrix's. Nil, and ps unchanged, when they do not fit together.
 //
 // A decoding step of 32 sequences multiplies its rows by a layer's q, k and v (576, 192 and 192 rows at
 // SmolLM2-135M's shape) and by gate and up: products of a few panels for each of the two workers, each
@@ -114,8 +115,25 @@ func FusePairs(ps ...*PackedPairs) *PackedPairs {
 		p.data = f.data[off : off+n : off+n]
 		off += n
 		f.n += p.n
+		f.parts = append(f.parts, p.n)
 	}
 	return f
+}
+
+// SgemmPackedPairsSplit computes x·Wᵀ for the m × k row-major A (stride lda) and W fused by FusePairs, each
+// part's columns into a matrix of their own: cs[i] = A·W_iᵀ, m rows as wide as part i's rows (beta 0). The
+// sums are SgemmPackedPairs', bit for bit, with W_i alone or fused.
+func SgemmPackedPairsSplit(m int, a []float32, lda int, p *PackedPairs, cs ...[]float32) {
+	if len(cs) != len(p.parts) {
+		panic(fmt.Sprintf("linalg.SgemmPackedPairsSplit: %d outputs for %d fused matrices", len(cs), len(p.parts)))
+	}
+	checkMatrix("A", false, m, p.k, a, lda)
+	for i, c := range cs {
+		checkMatrix("C", false, m, p.parts[i], c, p.parts[i])
+	}
+	if m > 0 {
+		pairProducts(true, m, p.n, p.k, 1, a, lda, nil, 0, p, 0, nil, 0, nil, nil, cs)
+	}
 }
 
 // Rows is the number of rows of W (the product x·Wᵀ's output columns).
@@ -151,11 +169,11 @@ func (p *PackedPairs) product(transB bool, m int, alpha float32, a []float32, ld
 		lr.Add(m, out, c, ldc)
 		return
 	case lr != nil && !lr.blocked(m, out):
-		pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, nil)
+		pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, nil, nil)
 		lr.Add(m, out, c, ldc)
 		return
 	}
-	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, lr)
+	pairProducts(transB, m, out, in, alpha, a, lda, nil, 0, p, beta, c, ldc, nil, lr, nil)
 }
 
 // RoundedRows reports whether SgemmPackedPairsRounded takes rows of k values rounded ahead
@@ -214,7 +232,7 @@ func SgemmPackedPairsRoundedPlus(m int, alpha float32, a []float32, lda int, rou
 	if need := RoundedLen(m, p.k); len(rounded) < need {
 		panic(fmt.Sprintf("linalg.SgemmPackedPairsRounded: %d rounded values, %d rows of %d need %d", len(rounded), m, p.k, need))
 	}
-	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded, lr)
+	pairProducts(true, m, p.n, p.k, alpha, a, lda, nil, 0, p, beta, c, ldc, rounded, lr, nil)
 }
 
 // LowRank is a term C += Alpha·U·op(V) of small rank that a product with packed weights (PackedPairs,

@@ -125,8 +125,10 @@ const (
 //
 // With lr (LowRank.blocked), its term is added to each panel's columns of a chunk's rows after the last block
 // of the contraction, by the worker that wrote them.
+//
+// With split, pre's parts' columns go to their own matrices (pairProducts); each starts on a panel.
 func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, pre *PackedPairs,
-	beta float32, c []float32, ldc int, rounded []uint16, lr *LowRank) {
+	beta float32, c []float32, ldc int, rounded []uint16, lr *LowRank, split [][]float32) {
 	steps := (k + 31) / 32
 	nb := (steps + pairBlockSteps - 1) / pairBlockSteps
 	blockSteps := (steps + nb - 1) / nb
@@ -200,8 +202,23 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	}
 	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are; a low-rank term
 	// reads C back right after.
-	stream := int64(m)*int64(n)*4 >= pairStreamBytes && beta == 0 && k <= blockSteps*32 && (4*ldc)%64 == 0 &&
-		uintptr(unsafe.Pointer(&c[0]))%64 == 0 && lr == nil
+	stream := split == nil && int64(m)*int64(n)*4 >= pairStreamBytes && beta == 0 && k <= blockSteps*32 &&
+		(4*ldc)%64 == 0 && uintptr(unsafe.Pointer(&c[0]))%64 == 0 && lr == nil
+	// Where panel jp's columns of C are: C (its stride ldc), or with split the part's own matrix, from
+	// that part's column.
+	dest := func(jp int) ([]float32, int, int) { return c, ldc, jp * 32 }
+	if split != nil {
+		dest = func(jp int) ([]float32, int, int) {
+			j0 := jp * 32
+			for i, w := range pre.parts {
+				if j0 < w {
+					return split[i], w, j0
+				}
+				j0 -= w
+			}
+			panic("linalg: a panel past the fused matrices")
+		}
+	}
 	var low *lowRankTiles
 	if lr != nil {
 		low = newLowRankTiles(lr, n)
@@ -267,8 +284,9 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					clear(buf[(kcur+1)/2*64:])
 				}
 				// lda: a row's stride in bytes (tiled, 64: a step's 16-row half is a tile of 16 rows in a row).
+				cp, ldcp, jc := dest(jp)
 				calls[w] = pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * rowStride, b: &buf[0], steps: st, blocks: blocks,
-					c: &c[i0*ldc+j0], ldc: 4 * ldc, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
+					c: &cp[i0*ldcp+jc], ldc: 4 * ldcp, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
 					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
 				pairPanel(&calls[w])
 				if low != nil && last {

@@ -369,9 +369,10 @@ func testPairsLowRank(t *testing.T) {
 }
 
 // TestFusePairs: the rows of packed matrices fused by FusePairs multiply as the matrices did apart, bit for
-// bit (each output column is its own row of W's sums), and each part, now reading the fused allocation,
-// still multiplies as before; parts that do not stack (a middle one not a whole number of panels, another
-// contraction) are refused and left as they were.
+// bit (each output column is its own row of W's sums), into one matrix or split into one per part
+// (SgemmPackedPairsSplit), and each part, now reading the fused allocation, still multiplies as before;
+// parts that do not stack (a middle one not a whole number of panels, another contraction) are refused and
+// left as they were.
 func TestFusePairs(t *testing.T) { withEachPanel(t, testFusePairs) }
 
 func testFusePairs(t *testing.T) {
@@ -415,6 +416,14 @@ func testFusePairs(t *testing.T) {
 	for mi, m := range ms {
 		fused := make([]float32, m*f.Rows())
 		SgemmPackedPairs(m, 1, as[mi], k, f, 0, fused, f.Rows())
+		split := make([][]float32, len(parts))
+		for pi, p := range parts {
+			split[pi] = make([]float32, m*p.Rows())
+			for i := range split[pi] {
+				split[pi][i] = float32(math.NaN()) // beta 0: not read
+			}
+		}
+		SgemmPackedPairsSplit(m, as[mi], k, f, split...)
 		off := 0
 		for pi, p := range parts {
 			again := make([]float32, m*p.Rows())
@@ -424,6 +433,9 @@ func testFusePairs(t *testing.T) {
 					want := apart[mi][pi][i*p.Rows()+j]
 					if got := fused[i*f.Rows()+off+j]; got != want {
 						t.Fatalf("m=%d: fused C[%d,%d] = %v, part %d's %v", m, i, off+j, got, pi, want)
+					}
+					if got := split[pi][i*p.Rows()+j]; got != want {
+						t.Fatalf("m=%d: split part %d C[%d,%d] = %v, want %v", m, pi, i, j, got, want)
 					}
 					if got := again[i*p.Rows()+j]; got != want {
 						t.Fatalf("m=%d: part %d after fusing: C[%d,%d] = %v, want %v", m, pi, i, j, got, want)

@@ -66,10 +66,9 @@ type Pass struct {
 	// what the layer keeps (x, x2 and their norms' scales; g and u) instead. Kept per layer they were 31% of
 	// a 135M pass's memory per token, and a smaller pass repeats a group's shared prompt more often.
 	hbuf     []float32
-	r16      []uint16  // rounded's buffer
-	fused    []float32 // linearsFused's sums, N × the widest fused matrix's rows
-	FlopsFwd int64     // matmul flops issued by the forward pass
-	FlopsBwd int64     // matmul flops issued by Backward
+	r16      []uint16 // rounded's buffer
+	FlopsFwd int64    // matmul flops issued by the forward pass
+	FlopsBwd int64    // matmul flops issued by Backward
 }
 
 // Forward runs seqs through the model.
@@ -328,11 +327,12 @@ var (
 )
 
 // linearsFused is linear (beta 0) for the projections ms of layer l, which all read x, into ys, in a
-// decoding step, through f, their weights fused (Layer.qkv, Layer.gateUp): one product, its columns then
-// copied out to each projection's output, and each one's adapter term, bias and per-sequence adapters as
-// linearRounded adds them. The sums are linearRounded's, bit for bit. It reports false, having done
-// nothing, for other passes (their products have rows enough to keep both workers busy on each matrix,
-// and take them rounded ahead, or with the adapter's term) and where the weights are not fused.
+// decoding step, through f, their weights fused (Layer.qkv, Layer.gateUp): one product, each projection's
+// columns written into its own output (linalg.SgemmPackedPairsSplit), then each one's adapter term, bias
+// and per-sequence adapters as linearRounded adds them. The sums are linearRounded's, bit for bit. It
+// reports false, having done nothing, for other passes (their products have rows enough to keep both
+// workers busy on each matrix, and take them rounded ahead, or with the adapter's term) and where the
+// weights are not fused.
 //
 // A layer's q, k and v at SmolLM2-135M's shape are 18, 6 and 6 panels of 32 rows: apart, each worker took
 // 3 of k's, the first of them a cold read from memory, between two joins. The body's products of a decoding
@@ -342,25 +342,14 @@ func (p *Pass) linearsFused(l int, lc *layerCache, f *linalg.PackedPairs, x []fl
 	if f == nil || p.decode == nil {
 		return false
 	}
-	N, width := p.N, f.Rows()
 	_, in := p.w.Cfg.Shape(ms[0])
-	if len(p.fused) < N*width {
-		p.fused = p.opt.Arena.dirty(N * max(width, p.w.fusedWidth()))
-	}
-	sums := p.fused[:N*width]
-	linalg.SgemmPackedPairs(N, 1, x, in, f, 0, sums, width)
-	col := 0
+	linalg.SgemmPackedPairsSplit(p.N, x, in, f, ys...)
 	for i, m := range ms {
-		out, _ := p.w.Cfg.Shape(m)
-		y := ys[i]
-		for r := range N {
-			copy(y[r*out:(r+1)*out], sums[r*width+col:r*width+col+out])
-		}
-		col += out
 		if term, adapted := p.adapterTerm(l, m, lc, x); adapted {
-			term.Add(N, out, y, out)
+			out, _ := p.w.Cfg.Shape(m)
+			term.Add(p.N, out, ys[i], out)
 		}
-		p.linearDone(l, m, lc, x, y)
+		p.linearDone(l, m, lc, x, ys[i])
 	}
 	return true
 }

@@ -106,18 +106,3 @@ func PackedBytes(c Config) int64 {
 	}
 	return n
 }
-
-// fusedWidth is the most rows of a layer's fused matrices (Layer.qkv, Layer.gateUp): the width of
-// Pass.linearsFused's sums.
-func (w *Weights) fusedWidth() int {
-	n := 0
-	if len(w.Layers) > 0 {
-		ly := &w.Layers[0]
-		for _, f := range []*linalg.PackedPairs{ly.qkv, ly.gateUp} {
-			if f != nil {
-				n = max(n, f.Rows())
-			}
-		}
-	}
-	return n
-}
