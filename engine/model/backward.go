@@ -256,85 +256,109 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 	scale := c.attnScale()
 	win := c.window(l)
 	qd, kd, hd := c.QDim(), c.KVDim(), c.HeadDim
-	parallel(len(p.families)*c.KVHeads, func(wk, i int) {
+	// Units of work: one sequence over one key/value head. A sequence after a shared prefix adds its part of
+	// the prefix's key and value gradients into a buffer of its own (at pg[s], P × head_dim values each for
+	// dk and dv per head), which the family's prefix then sums in its members' order: families that were
+	// one unit each left a pass of one 8-rollout group with 3 units (SmolLM2's key/value heads) for 2
+	// workers, and one of them idle for a third of the attention's backward.
+	pg := make([]int, len(p.seqs)+1)
+	for s := range p.seqs {
+		_, P := p.prefixRows(s)
+		pg[s+1] = pg[s] + 2*P*hd*c.KVHeads
+	}
+	if cap(p.prefixGrads) < pg[len(p.seqs)] {
+		p.prefixGrads = make([]float32, pg[len(p.seqs)])
+	}
+	parallel(len(p.seqs)*c.KVHeads, func(wk, i int) {
+		s, kvh := i/c.KVHeads, i%c.KVHeads
+		base, T := p.offs[s], p.offs[s+1]-p.offs[s]
+		pb, P := p.prefixRows(s)
+		W := P + T
+		R := T * G // stacked rows
+		A := lc.probs[s*c.KVHeads+kvh]
+		n := 3*R*hd + R*W
+		if c.AttnSoftcap > 0 {
+			n += R * W
+		}
+		buf := p.workerScratch(wk, n)
+		qs, ds, dqs := buf[:R*hd], buf[R*hd:2*R*hd], buf[2*R*hd:3*R*hd]
+		dA, capped := buf[3*R*hd:3*R*hd+R*W], []float32(nil)
+		if c.AttnSoftcap > 0 {
+			capped = buf[3*R*hd+R*W:]
+		}
+		ho := kvh * G * hd // the group's first column in q, datt, dq
+		stackHeads(qs, lc.q[base*qd+ho:], qd, T, G*hd)
+		stackHeads(ds, datt[base*qd+ho:], qd, T, G*hd)
+		k, v := lc.k[base*kd+kvh*hd:], lc.v[base*kd+kvh*hd:]
+		kp, vp := lc.k[pb*kd+kvh*hd:], lc.v[pb*kd+kvh*hd:]
+		blocks := causalBlocks(T)
+		// dA, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows r0..r1-1
+		// have weights and gradients at the prefix and own positions before r1 only (dS is zero past each
+		// row's own position, up to r1, which the key blocks below read).
+		for _, b := range blocks {
+			r0, r1 := b[0], b[1]
+			rows := (r1 - r0) * G
+			q, dt, da := qs[r0*G*hd:], ds[r0*G*hd:], dA[r0*G*W:]
+			if capped != nil {
+				if P > 0 {
+					linalg.Sgemm(false, true, rows, P, hd, scale, q, hd, kp, kd, 0, capped[r0*G*W:], W)
+				}
+				linalg.Sgemm(false, true, rows, r1, hd, scale, q, hd, k, kd, 0, capped[r0*G*W+P:], W)
+			}
+			if P > 0 {
+				linalg.Sgemm(false, true, rows, P, hd, 1, dt, hd, vp, kd, 0, da, W)
+			}
+			linalg.Sgemm(false, true, rows, r1, hd, 1, dt, hd, v, kd, 0, da[P:], W)
+			for r := r0; r < r1; r++ {
+				a := P + r // the row's position, counting the prefix
+				for g := range G {
+					x := (r*G + g) * W
+					ar, dr := A[x:x+a+1], dA[x:x+P+r1]
+					// rowsum(A ⊙ dA) = Σⱼ Aⱼ·(datt·vⱼ) = datt·(Σⱼ Aⱼ·vⱼ): the row's output gradient dotted with
+					// its output, head_dim values where the weights' row has a + 1 (FlashAttention's D).
+					y := (base+r)*qd + ho + g*hd
+					dot := linalg.Dot(datt[y:y+hd], lc.att[y:y+hd])
+					linalg.MulShift(dr[:a+1], ar, dot)
+					clear(dr[a+1:])
+					if capped != nil {
+						lo := windowStart(a, win)
+						cr := capped[x+lo : x+a+1]
+						softcap(cr, c.AttnSoftcap)
+						softcapBack(dr[lo:a+1], cr, c.AttnSoftcap)
+					}
+				}
+			}
+			var beta float32
+			if P > 0 {
+				linalg.Sgemm(false, false, rows, hd, P, scale, da, W, kp, kd, 0, dqs[r0*G*hd:], hd)
+				beta = 1
+			}
+			linalg.Sgemm(false, false, rows, hd, r1, scale, da[P:], W, k, kd, beta, dqs[r0*G*hd:], hd)
+		}
+		unstackHeads(dq[base*qd+ho:], qd, dqs, T, G*hd)
+		// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
+		// contraction runs over their stacked rows, (T − c0)·group of them (blocks of queries would make
+		// it a block's rows, too short for the kernel).
+		for _, b := range blocks {
+			c0, c1 := b[0], b[1]
+			linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, scale, dA[c0*G*W+P+c0:], W, qs[c0*G*hd:], hd, 1, dk[base*kd+kvh*hd+c0*kd:], kd)
+			linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, 1, A[c0*G*W+P+c0:], W, ds[c0*G*hd:], hd, 1, dv[base*kd+kvh*hd+c0*kd:], kd)
+		}
+		if P > 0 { // every query of the sequence sees the prefix
+			g := p.prefixGrads[pg[s]+2*kvh*P*hd:]
+			linalg.Sgemm(true, false, P, hd, R, scale, dA, W, qs, hd, 0, g, hd)
+			linalg.Sgemm(true, false, P, hd, R, 1, A, W, ds, hd, 0, g[P*hd:], hd)
+		}
+	})
+	parallel(len(p.families)*c.KVHeads, func(_, i int) {
 		fam, kvh := p.families[i/c.KVHeads], i%c.KVHeads
 		for _, s := range fam {
-			base, T := p.offs[s], p.offs[s+1]-p.offs[s]
 			pb, P := p.prefixRows(s)
-			W := P + T
-			R := T * G // stacked rows
-			A := lc.probs[s*c.KVHeads+kvh]
-			n := 3*R*hd + R*W
-			if c.AttnSoftcap > 0 {
-				n += R * W
-			}
-			buf := p.workerScratch(wk, n)
-			qs, ds, dqs := buf[:R*hd], buf[R*hd:2*R*hd], buf[2*R*hd:3*R*hd]
-			dA, capped := buf[3*R*hd:3*R*hd+R*W], []float32(nil)
-			if c.AttnSoftcap > 0 {
-				capped = buf[3*R*hd+R*W:]
-			}
-			ho := kvh * G * hd // the group's first column in q, datt, dq
-			stackHeads(qs, lc.q[base*qd+ho:], qd, T, G*hd)
-			stackHeads(ds, datt[base*qd+ho:], qd, T, G*hd)
-			k, v := lc.k[base*kd+kvh*hd:], lc.v[base*kd+kvh*hd:]
-			kp, vp := lc.k[pb*kd+kvh*hd:], lc.v[pb*kd+kvh*hd:]
-			blocks := causalBlocks(T)
-			// dA, dS and dq block by block of query rows, as the forward pass (causalBlocks): rows r0..r1-1
-			// have weights and gradients at the prefix and own positions before r1 only (dS is zero past each
-			// row's own position, up to r1, which the key blocks below read).
-			for _, b := range blocks {
-				r0, r1 := b[0], b[1]
-				rows := (r1 - r0) * G
-				q, dt, da := qs[r0*G*hd:], ds[r0*G*hd:], dA[r0*G*W:]
-				if capped != nil {
-					if P > 0 {
-						linalg.Sgemm(false, true, rows, P, hd, scale, q, hd, kp, kd, 0, capped[r0*G*W:], W)
-					}
-					linalg.Sgemm(false, true, rows, r1, hd, scale, q, hd, k, kd, 0, capped[r0*G*W+P:], W)
-				}
-				if P > 0 {
-					linalg.Sgemm(false, true, rows, P, hd, 1, dt, hd, vp, kd, 0, da, W)
-				}
-				linalg.Sgemm(false, true, rows, r1, hd, 1, dt, hd, v, kd, 0, da[P:], W)
-				for r := r0; r < r1; r++ {
-					a := P + r // the row's position, counting the prefix
-					for g := range G {
-						x := (r*G + g) * W
-						ar, dr := A[x:x+a+1], dA[x:x+P+r1]
-						// rowsum(A ⊙ dA) = Σⱼ Aⱼ·(datt·vⱼ) = datt·(Σⱼ Aⱼ·vⱼ): the row's output gradient dotted with
-						// its output, head_dim values where the weights' row has a + 1 (FlashAttention's D).
-						y := (base+r)*qd + ho + g*hd
-						dot := linalg.Dot(datt[y:y+hd], lc.att[y:y+hd])
-						linalg.MulShift(dr[:a+1], ar, dot)
-						clear(dr[a+1:])
-						if capped != nil {
-							lo := windowStart(a, win)
-							cr := capped[x+lo : x+a+1]
-							softcap(cr, c.AttnSoftcap)
-							softcapBack(dr[lo:a+1], cr, c.AttnSoftcap)
-						}
-					}
-				}
-				var beta float32
-				if P > 0 {
-					linalg.Sgemm(false, false, rows, hd, P, scale, da, W, kp, kd, 0, dqs[r0*G*hd:], hd)
-					beta = 1
-				}
-				linalg.Sgemm(false, false, rows, hd, r1, scale, da[P:], W, k, kd, beta, dqs[r0*G*hd:], hd)
-			}
-			unstackHeads(dq[base*qd+ho:], qd, dqs, T, G*hd)
-			// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
-			// contraction runs over their stacked rows, (T − c0)·group of them (blocks of queries would make
-			// it a block's rows, too short for the kernel).
-			for _, b := range blocks {
-				c0, c1 := b[0], b[1]
-				linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, scale, dA[c0*G*W+P+c0:], W, qs[c0*G*hd:], hd, 1, dk[base*kd+kvh*hd+c0*kd:], kd)
-				linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, 1, A[c0*G*W+P+c0:], W, ds[c0*G*hd:], hd, 1, dv[base*kd+kvh*hd+c0*kd:], kd)
-			}
-			if P > 0 { // every query of the sequence sees the prefix
-				linalg.Sgemm(true, false, P, hd, R, scale, dA, W, qs, hd, 1, dk[pb*kd+kvh*hd:], kd)
-				linalg.Sgemm(true, false, P, hd, R, 1, A, W, ds, hd, 1, dv[pb*kd+kvh*hd:], kd)
+			g := p.prefixGrads[pg[s]+2*kvh*P*hd:]
+			for r := range P {
+				o := (pb+r)*kd + kvh*hd
+				linalg.Axpy(1, g[r*hd:(r+1)*hd], dk[o:o+hd])
+				linalg.Axpy(1, g[(P+r)*hd:(P+r+1)*hd], dv[o:o+hd])
 			}
 		}
 	})

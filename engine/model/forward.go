@@ -50,7 +50,7 @@ type Pass struct {
 	seqs     [][]int
 	offs     []int   // offs[s] is the first row of sequence s; offs[len] = N
 	prefix   []int   // PassOptions.Prefix (nil: no shared prefixes)
-	families [][]int // the sequences in groups that share a prefix, the prefix first (Backward's units)
+	families [][]int // the sequences in groups that share a prefix, the prefix first (attentionBack sums their prefix gradients)
 	pos      []int   // position of every row
 	N        int
 	layers   []*layerCache
@@ -65,10 +65,14 @@ type Pass struct {
 	// hidden)): each is read only by the products right after it, and BackwardHidden recomputes them from
 	// what the layer keeps (x, x2 and their norms' scales; g and u) instead. Kept per layer they were 31% of
 	// a 135M pass's memory per token, and a smaller pass repeats a group's shared prompt more often.
-	hbuf     []float32
-	r16      []uint16 // rounded's buffer
-	FlopsFwd int64    // matmul flops issued by the forward pass
-	FlopsBwd int64    // matmul flops issued by Backward
+	hbuf []float32
+	r16  []uint16 // rounded's buffer
+	// prefixGrads is attentionBack's: each sequence's part of its shared prefix's key and value gradients,
+	// 2·P·KVDim values a sequence after a prefix of P rows (1.2 MB for a group of 8 rollouts after a prompt
+	// of 98 tokens at SmolLM2's shape: beside the pass's arena, within the slack its estimate leaves).
+	prefixGrads []float32
+	FlopsFwd    int64 // matmul flops issued by the forward pass
+	FlopsBwd    int64 // matmul flops issued by Backward
 }
 
 // Forward runs seqs through the model.
