@@ -151,8 +151,8 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	}
 	defer release()
 	// Workers claim runs of panels (panelRun). With few rows (a decoding batch, a short prompt) the weights
-	// stream from memory and each call's tiles prefetch ahead into the panel after theirs (dotPanel,
-	// amxPanel), which pays only if the same worker multiplies it next: there each worker claims one
+	// stream from memory and each call's tiles prefetch ahead into the panels after theirs (dotPanel,
+	// amxPanel), which pays only if the same worker multiplies them next: there each worker claims one
 	// contiguous run. Claimed a panel at a time, a layer's 18-panel products alternated panels between the
 	// workers, each prefetching the panel the other was already multiplying. (A decoding step's products
 	// with SmolLM2-135M's body, BenchmarkDecodeBody/pairs, 4 interleaved runs on a Zen 5 EPYC: 15.3–16.5 ms

@@ -538,7 +538,7 @@ TEXT ·dotPanel(SB), NOSPLIT, $0-8
 	SHLQ $5, R15
 	ADDQ 64(DI), R15
 	MOVQ 32(DI), R8
-	SHLQ $11, R8
+	SHLQ $12, R8
 	ADDQ 24(DI), R8
 
 dotPanel_tile:
@@ -577,7 +577,7 @@ dotPanel_tile8:
 	CMPQ R15, $8
 	JG dotPanel_stepfirst8
 	MOVQ 32(DI), R12
-	SHLQ $11, R12
+	SHLQ $12, R12
 	ADDQ BX, R12
 
 dotPanel_stepfetch8:
@@ -2173,7 +2173,7 @@ dotPanel_tile4:
 	CMPQ R15, $8
 	JG dotPanel_stepfirst4
 	MOVQ 32(DI), R12
-	SHLQ $11, R12
+	SHLQ $12, R12
 	ADDQ BX, R12
 
 dotPanel_stepfetch4:
@@ -3101,7 +3101,7 @@ dotPanel_tile2:
 	CMPQ R15, $8
 	JG dotPanel_stepfirst2
 	MOVQ 32(DI), R12
-	SHLQ $11, R12
+	SHLQ $12, R12
 	ADDQ BX, R12
 
 dotPanel_stepfetch2:
@@ -3695,7 +3695,7 @@ dotPanel_tile1:
 	CMPQ R15, $8
 	JG dotPanel_stepfirst1
 	MOVQ 32(DI), R12
-	SHLQ $11, R12
+	SHLQ $12, R12
 	ADDQ BX, R12
 
 dotPanel_stepfetch1:
@@ -4112,7 +4112,9 @@ dotPanel_stream1:
 
 dotPanel_next:
 	ADDQ $512, R8
-	LEAQ 2048(BX), R12
+	MOVQ 32(DI), R12
+	SHLQ $11, R12
+	LEAQ 2048(BX)(R12*1), R12
 	CMPQ R8, R12
 	JL dotPanel_quarter
 	SUBQ $2048, R8

@@ -129,6 +129,13 @@ func vdpbf16ps(dst, src1, src2 int) string {
 // dotPrefetch is how many steps ahead dotPanel's first tile prefetches its panel.
 var dotPrefetch = 4
 
+// dotPanel's tiles prefetch the panel after next into L2 (the one two calls on, in a packed copy), not the
+// next: a panel of 32 rows at a contraction of 576 is 36 KiB, about 5 µs of a 32-row decoding step's
+// products, and one panel's lead left the first tile of each waiting on memory. The body's products of a
+// decoding step of 32 rows, the session's three interleaved pairs on a Zen 4 EPYC (linalg's
+// BenchmarkDecodeBody/fused): 18.4–19.6 ms against 19.9–24.1; at 8 rows 7.7–8.2 against 8.1–9.2; the LM
+// head alone (BenchmarkPackedPairs) level.
+
 // dotPanel writes dotPanel(p *pairCall), amxPanel's product (the same call, the same layouts: rows of
 // bfloat16 activations, a panel of 32 columns in AMX's pair layout) on VDPBF16PS register tiles, for CPUs with
 // avx512_bf16 and no AMX tiles. A tile is 8 rows × 32 columns: 16 accumulators (row i in Z(2i), Z(2i+1)).
@@ -154,9 +161,10 @@ func dotPanel(s, g *strings.Builder) {
 	w("DECQ R15")
 	w("SHLQ $5, R15")
 	w("ADDQ %d(DI), R15", offLastRows)
-	// R8: where the next tile's share of the next panel starts (see dotTileRows).
+	// R8: where the next tile's share of the panel after next starts (see dotTileRows): two panels of
+	// steps·2 KiB past B.
 	w("MOVQ %d(DI), R8", offSteps)
-	w("SHLQ $11, R8")
+	w("SHLQ $12, R8")
 	w("ADDQ %d(DI), R8", offB)
 	// A tile is 8 rows, or for the last rows of a call that has fewer left, 4, 2 or 1 (the rows of a
 	// decoding step of one sequence, on weights held only in the pair layout): a tile's multiply-adds are as
@@ -174,10 +182,12 @@ func dotPanel(s, g *strings.Builder) {
 	}
 	// The next 8 rows of A and C.
 	label("next")
-	// The next tile prefetches the next quarter of each of the next panel's steps (BX is the end of this
-	// panel: the next one's start).
+	// The next tile prefetches the next quarter of each of the panel after next's steps (BX is the end of
+	// this panel: the next one's start, a panel of steps·2 KiB before the one R8 walks).
 	w("ADDQ $512, R8")
-	w("LEAQ 2048(BX), R12")
+	w("MOVQ %d(DI), R12", offSteps)
+	w("SHLQ $11, R12")
+	w("LEAQ 2048(BX)(R12*1), R12")
 	w("CMPQ R8, R12")
 	w("JL %s_quarter", name)
 	w("SUBQ $2048, R8")
@@ -219,26 +229,26 @@ func dotTileRows(w func(format string, args ...any), label func(string), name st
 		return fmt.Sprintf("%d(%s)(R11*1)", disp, base)
 	}
 	// The first tile of a call streams the panel from memory (a decoding batch's weights, read once): it
-	// also prefetches the next panel (the one after this in a packed copy, which the same worker takes
-	// next) into L2 as it goes, a step at a time, so that the next call's first tile finds it there. The
+	// also prefetches the panel after next (two on in a packed copy, which the same worker takes the call
+	// after next) into L2 as it goes, a step at a time, so that that call's first tile finds it there. The
 	// later tiles read this panel from the caches and skip the prefetches.
 	//
-	// With more than one tile (a decoding batch of 32 rows is 4), the next panel's prefetches are spread over
-	// the tiles: the first one's memory traffic was all of the call's, twice what a core streams while its
+	// With more than one tile (a decoding batch of 32 rows is 4), those prefetches are spread over the
+	// tiles: the first one's memory traffic was all of the call's, twice what a core streams while its
 	// products run, and the later tiles' none. Each tile then prefetches a quarter of every step of the
-	// next panel (R8, advanced by the tiles in turn), and the first also its own panel ahead.
+	// panel after next (R8, advanced by the tiles in turn), and the first also its own panel ahead.
 	w("MOVQ R8, R12")
 	w("CMPQ SI, %d(DI)", offA)
 	w("JNE %s_stepq%d", name, rows)
 	w("CMPQ R15, $8")
 	w("JG %s_stepfirst%d", name, rows)
 	w("MOVQ %d(DI), R12", offSteps)
-	w("SHLQ $11, R12")
+	w("SHLQ $12, R12")
 	w("ADDQ BX, R12")
 	const (
-		whole   = iota // the only tile: its panel ahead and all of the next
-		first          // the first of several: its panel ahead and a quarter of the next
-		quarter        // a later tile: a quarter of the next panel
+		whole   = iota // the only tile: its panel ahead and all of the panel after next
+		first          // the first of several: its panel ahead and a quarter of the panel after next
+		quarter        // a later tile: a quarter of the panel after next
 	)
 	for _, pf := range []int{whole, first, quarter} {
 		switch pf {
