@@ -248,8 +248,8 @@ func (p *Pass) linearBack(l, m int, lc *layerCache, x, dy, dx []float32, beta fl
 // needs nothing more), times 1 − tanh² of the uncapped scores when they are soft-capped (recomputed here
 // rather than kept); dq = s·dS·k, dk += s·dSᵀ·q, dv += Aᵀ·datt. A sequence after a shared prefix adds its
 // share of the prefix's dk, dv too. The heads of a key/value head go together, stacked as the forward pass
-// stacked them (stackHeads). Work is split by (family, kv head) (groupFamilies): the sequences after one
-// prefix accumulate into the same dk, dv rows without races.
+// stacked them (stackHeads). Work is split by (sequence, kv head); the prefix's share goes through a buffer
+// of each sequence's own (below).
 func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) {
 	c := p.w.Cfg
 	G := c.Heads / c.KVHeads
@@ -258,9 +258,10 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 	qd, kd, hd := c.QDim(), c.KVDim(), c.HeadDim
 	// Units of work: one sequence over one key/value head. A sequence after a shared prefix adds its part of
 	// the prefix's key and value gradients into a buffer of its own (at pg[s], P × head_dim values each for
-	// dk and dv per head), which the family's prefix then sums in its members' order: families that were
-	// one unit each left a pass of one 8-rollout group with 3 units (SmolLM2's key/value heads) for 2
-	// workers, and one of them idle for a third of the attention's backward.
+	// dk and dv per head), summed into the prefix's rows afterwards in the sequences' order, so that the sums
+	// do not depend on the schedule. A unit of a prefix with all the sequences after it (one per key/value
+	// head) left a pass of one 8-rollout group with 3 units (SmolLM2's key/value heads) for 2 workers, and
+	// one of them idle for a third of the attention's backward.
 	pg := make([]int, len(p.seqs)+1)
 	for s := range p.seqs {
 		_, P := p.prefixRows(s)
@@ -350,18 +351,19 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 			linalg.Sgemm(true, false, P, hd, R, 1, A, W, ds, hd, 0, g[P*hd:], hd)
 		}
 	})
-	parallel(len(p.families)*c.KVHeads, func(_, i int) {
-		fam, kvh := p.families[i/c.KVHeads], i%c.KVHeads
-		for _, s := range fam {
-			pb, P := p.prefixRows(s)
-			g := p.prefixGrads[pg[s]+2*kvh*P*hd:]
-			for r := range P {
-				o := (pb+r)*kd + kvh*hd
-				linalg.Axpy(1, g[r*hd:(r+1)*hd], dk[o:o+hd])
-				linalg.Axpy(1, g[(P+r)*hd:(P+r+1)*hd], dv[o:o+hd])
+	if p.prefix != nil {
+		parallel(c.KVHeads, func(_, kvh int) {
+			for s := range p.seqs {
+				pb, P := p.prefixRows(s)
+				g := p.prefixGrads[pg[s]+2*kvh*P*hd:]
+				for r := range P {
+					o := (pb+r)*kd + kvh*hd
+					linalg.Axpy(1, g[r*hd:(r+1)*hd], dk[o:o+hd])
+					linalg.Axpy(1, g[(P+r)*hd:(P+r+1)*hd], dv[o:o+hd])
+				}
 			}
-		}
-	})
+		})
+	}
 	p.FlopsBwd += 8 * p.attentionPairs()
 }
 

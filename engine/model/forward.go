@@ -43,24 +43,23 @@ type layerCache struct {
 
 // Pass is one forward pass over a batch of sequences packed row after row.
 type Pass struct {
-	w        *Weights
-	lora     *LoRA
-	seqLoRA  []*LoRA // per sequence, for passes of several adapters (ExtendAdapters, DecodeAdapters)
-	opt      PassOptions
-	seqs     [][]int
-	offs     []int   // offs[s] is the first row of sequence s; offs[len] = N
-	prefix   []int   // PassOptions.Prefix (nil: no shared prefixes)
-	families [][]int // the sequences in groups that share a prefix, the prefix first (attentionBack sums their prefix gradients)
-	pos      []int   // position of every row
-	N        int
-	layers   []*layerCache
-	xOut     []float32 // final residual stream
-	rf, hf   []float32 // final norm scale and normed output
-	rng      *rand.Rand
-	scratch  [][]float32  // per worker
-	decode   []*Cache     // set for a decode step
-	team     *linalg.Team // set for a decode step of one sequence
-	dhf      []float32    // gradient w.r.t. hf accumulated by AddHeadGrad
+	w       *Weights
+	lora    *LoRA
+	seqLoRA []*LoRA // per sequence, for passes of several adapters (ExtendAdapters, DecodeAdapters)
+	opt     PassOptions
+	seqs    [][]int
+	offs    []int // offs[s] is the first row of sequence s; offs[len] = N
+	prefix  []int // PassOptions.Prefix (nil: no shared prefixes)
+	pos     []int // position of every row
+	N       int
+	layers  []*layerCache
+	xOut    []float32 // final residual stream
+	rf, hf  []float32 // final norm scale and normed output
+	rng     *rand.Rand
+	scratch [][]float32  // per worker
+	decode  []*Cache     // set for a decode step
+	team    *linalg.Team // set for a decode step of one sequence
+	dhf     []float32    // gradient w.r.t. hf accumulated by AddHeadGrad
 	// hbuf is a pass with kept activations' one buffer for every layer's h1, h2 and a (N × max(dim,
 	// hidden)): each is read only by the products right after it, and BackwardHidden recomputes them from
 	// what the layer keeps (x, x2 and their norms' scales; g and u) instead. Kept per layer they were 31% of
@@ -79,7 +78,7 @@ type Pass struct {
 func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*Pass, error) {
 	c := w.Cfg
 	p := &Pass{w: w, lora: opt.LoRA, opt: opt, seqs: seqs, offs: make([]int, len(seqs)+1), prefix: opt.Prefix}
-	if err := p.groupFamilies(); err != nil {
+	if err := p.checkPrefix(); err != nil {
 		return nil, err
 	}
 	for s, toks := range seqs {
@@ -109,30 +108,18 @@ func (w *Weights) Forward(ctx context.Context, seqs [][]int, opt PassOptions) (*
 	return p, nil
 }
 
-// groupFamilies checks PassOptions.Prefix and groups the sequences into families: a prefix and the
-// sequences after it (a sequence without either is a family of its own).
-func (p *Pass) groupFamilies() error {
-	S := len(p.seqs)
+// checkPrefix checks PassOptions.Prefix: an entry for every sequence, each −1 (none) or an earlier sequence
+// without a prefix of its own.
+func (p *Pass) checkPrefix() error {
 	if p.prefix == nil {
-		p.families = make([][]int, S)
-		for s := range p.families {
-			p.families[s] = []int{s}
-		}
 		return nil
 	}
-	if len(p.prefix) != S {
-		return fmt.Errorf("%w: %d prefix entries for %d sequences", ErrInput, len(p.prefix), S)
+	if len(p.prefix) != len(p.seqs) {
+		return fmt.Errorf("%w: %d prefix entries for %d sequences", ErrInput, len(p.prefix), len(p.seqs))
 	}
-	fam := make([]int, S) // the family of each sequence that heads one
 	for s, ps := range p.prefix {
-		switch {
-		case ps < 0:
-			fam[s] = len(p.families)
-			p.families = append(p.families, []int{s})
-		case ps >= s || p.prefix[ps] >= 0:
+		if ps >= 0 && (ps >= s || p.prefix[ps] >= 0) {
 			return fmt.Errorf("%w: sequence %d has prefix %d, not an earlier sequence without one", ErrInput, s, ps)
-		default:
-			p.families[fam[ps]] = append(p.families[fam[ps]], s)
 		}
 	}
 	return nil

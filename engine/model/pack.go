@@ -39,15 +39,20 @@ func (w *Weights) Pack() {
 		for m := range ly.W {
 			pack(&ly.W[m])
 		}
-		if ly.qkv == nil && ly.gateUp == nil {
-			ly.qkv = linalg.FusePairs(ly.W[ModQ].pairs, ly.W[ModK].pairs, ly.W[ModV].pairs)
-			ly.gateUp = linalg.FusePairs(ly.W[ModGate].pairs, ly.W[ModUp].pairs)
-			for _, f := range []*linalg.PackedPairs{ly.qkv, ly.gateUp} {
-				if f != nil {
-					garbage += f.Bytes() // the parts' own allocations, which f's replaced
-				}
+		fuse := func(f **linalg.PackedPairs, parts ...int) {
+			if *f != nil {
+				return // fused by an earlier Pack
+			}
+			ps := make([]*linalg.PackedPairs, len(parts))
+			for i, m := range parts {
+				ps[i] = ly.W[m].pairs
+			}
+			if *f = linalg.FusePairs(ps...); *f != nil {
+				garbage += (*f).Bytes() // the parts' own allocations, which the fused one replaced
 			}
 		}
+		fuse(&ly.qkv, qkvModules...)
+		fuse(&ly.gateUp, gateUpModules...)
 	}
 	if w.Cfg.TiedEmbeddings {
 		pack(&w.Output)
