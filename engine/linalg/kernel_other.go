@@ -25,5 +25,11 @@ func gatherTPanelBF16AVX2(dst, src *uint16, pairs, stride int) {
 	panic("linalg: no AVX2 outside amd64")
 }
 
+// gatherTPanel32BF16AVX2 is never called outside amd64 (sgemmPackedBF16NRows runs where the AVX-512 panel
+// tiles exist).
+func gatherTPanel32BF16AVX2(dst, src *uint16, pairs, stride int) {
+	panic("linalg: no AVX2 outside amd64")
+}
+
 // peakLoops: no instruction loops outside amd64 (internal/roofline then measures the engine's own products).
 func peakLoops() (fma, dot peakLoop) { return peakLoop{}, peakLoop{} }

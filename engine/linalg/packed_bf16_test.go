@@ -210,6 +210,55 @@ func TestSgemmPackedBF16RowSlices(t *testing.T) {
 	}
 }
 
+// TestSgemmPackedBF16NRows: dy·W over whole AVX-512 panels for a training pass's rows goes through Wᵀ gathered
+// into panels of its own and the row groups (sgemmPackedBF16NRows); its sums are the blocked driver's, which
+// took these rows before, bit for bit: for alpha and beta, contractions of one block of W's rows or several,
+// in one gathered piece or several (4,096 and 8,192 of an LM head's rows at 576 columns: pieces of 7 blocks,
+// the last one shorter), 256 rows or fewer in one call of the row groups and more in slices, and W's columns
+// over several stored blocks (1,536).
+func TestSgemmPackedBF16NRows(t *testing.T) {
+	if panelTilesFor(32) == nil {
+		t.Skip("no AVX-512 panel tiles on this CPU")
+	}
+	rng := rand.New(rand.NewSource(13))
+	for _, tc := range []struct{ m, n, k int }{{700, 96, 576}, {300, 576, 1536}, {256, 4096, 576}, {130, 8192, 64}, {1100, 1536, 576}, {385, 192, 96}} {
+		w16 := make([]uint16, tc.n*tc.k)
+		RoundBF16(w16, randVec(rng, len(w16)))
+		p := PackBF16(tc.n, tc.k, w16, tc.k)
+		kern := kernelFor(tc.k)
+		if p.nr != 32 || kern.nr != 32 || kern.kc(tc.n)%32 != 0 || p.kc%32 != 0 {
+			t.Fatalf("%v: not a product sgemmPackedBF16NRows takes", tc)
+		}
+		dy := randVec(rng, tc.m*tc.n)
+		for _, beta := range []float32{0, 0.5} {
+			c0 := randVec(rng, tc.m*tc.k)
+			c1 := append([]float32(nil), c0...)
+			if beta == 0 {
+				for i := range c1 {
+					c1[i] = float32(math.NaN()) // beta 0 must not read C
+				}
+			}
+			SgemmPackedBF16N(tc.m, 0.75, dy, tc.n, p, beta, c1, tc.k)
+			gather := func(dst []float32, p0, kc, j0, cols int) {
+				for pp := range kc {
+					for j := range kern.nr {
+						dst[pp*kern.nr+j] = 0
+						if j < cols {
+							dst[pp*kern.nr+j] = fromBF16(p.at(p0+pp, j0+j))
+						}
+					}
+				}
+			}
+			sgemmBlocked(kern, 2, false, tc.m, tc.k, tc.n, 0.75, dy, tc.n, gather, beta, c0, tc.k, nil)
+			for i := range c0 {
+				if c1[i] != c0[i] {
+					t.Fatalf("%v beta %v: (dy·W)[%d,%d] = %v, the blocked driver's %v", tc, beta, i/tc.k, i%tc.k, c1[i], c0[i])
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkLowRank is a projection of a training pass at SmolLM2-135M's shape (4,096 rows, 576 × 576) with
 // an adapter of rank 8, its term added by Sgemm after the product ("after") or by the product as it writes C
 // ("fused"), over the float32 kernels' panels and, where the CPU has them, the pair products. Each iteration

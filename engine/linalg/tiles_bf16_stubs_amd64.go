@@ -181,6 +181,9 @@ func widenTPanelBF16AVX2(dst *float32, src *uint16, pairs int, stride int)
 // gatherTPanelBF16AVX2 sets dst[t*16+c] = src[(t/16)*stride+c*16+t%16] for t < 16·pairs and c < 16.
 func gatherTPanelBF16AVX2(dst *uint16, src *uint16, pairs int, stride int)
 
+// gatherTPanel32BF16AVX2 sets dst[t*32+c] = src[(t/32)*stride+c*32+t%32] for t < 32·pairs and c < 32.
+func gatherTPanel32BF16AVX2(dst *uint16, src *uint16, pairs int, stride int)
+
 // packBT16AVX2 sets dst[p*16+j] = src[j*ldb+p] for j < 16 and p < 8·blocks.
 func packBT16AVX2(dst *float32, src *float32, blocks int, ldb int)
 

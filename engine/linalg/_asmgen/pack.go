@@ -166,54 +166,69 @@ func widenTPanel() {
 // float32 panel of 16 × 576 values (36 KiB) left L1 to the A panel and streamed from L2 and beyond. A column
 // of a stored panel (16 of W's rows: 16 k-steps of dst) is one 32-byte load; 8 of them are two 8 × 8 blocks
 // of 16-bit values, one in each 128-bit lane, transposed in-lane (words, double words, quad words) into 8
-// k-steps' 8 columns each, whose two lanes are k-steps t and 8 + t.
+// k-steps' 8 columns each, whose two lanes are k-steps t and 8 + t. It writes gatherTPanel32BF16AVX2 too,
+// the same over AVX-512's 32-wide panels (sgemmPackedBF16NRows): each stored panel is 2 × 4 such blocks of
+// 16 k-steps by 8 columns.
 func gatherTPanel() {
-	TEXT("gatherTPanelBF16AVX2", NOSPLIT, "func(dst *uint16, src *uint16, pairs, stride int)")
-	Doc("gatherTPanelBF16AVX2 sets dst[t*16+c] = src[(t/16)*stride+c*16+t%16] for t < 16·pairs and c < 16.")
+	for _, width := range []int{16, 32} {
+		gatherTPanelWidth(width)
+	}
+}
+
+func gatherTPanelWidth(width int) {
+	name := "gatherTPanelBF16AVX2"
+	if width != 16 {
+		name = fmt.Sprintf("gatherTPanel%dBF16AVX2", width)
+	}
+	TEXT(name, NOSPLIT, "func(dst *uint16, src *uint16, pairs, stride int)")
+	Doc(fmt.Sprintf("%s sets dst[t*%d+c] = src[(t/%d)*stride+c*%d+t%%%d] for t < %d·pairs and c < %d.", name, width, width, width, width, width, width))
 	dst := Load(Param("dst"), GP64())
 	src := Load(Param("src"), GP64())
 	pairs := Load(Param("pairs"), GP64())
 	stride := Load(Param("stride"), GP64())
 	SHLQ(Imm(1), stride)
-	Label("gatherTPanel_loop")
+	loop, done := name+"_loop", name+"_done"
+	Label(loop)
 	TESTQ(pairs, pairs)
-	JZ(LabelRef("gatherTPanel_done"))
-	for cb := range 2 { // dst columns 8·cb .. 8·cb+7: stored columns
-		r := make([]reg.VecVirtual, 8)
-		for c := range r {
-			r[c] = YMM()
-			VMOVDQU(Mem{Base: src, Disp: 32 * (8*cb + c)}, r[c])
-		}
-		w := make([]reg.VecVirtual, 8) // words of row pairs interleaved
-		for i := 0; i < 8; i += 2 {
-			w[i], w[i+1] = YMM(), YMM()
-			VPUNPCKLWD(r[i+1], r[i], w[i])
-			VPUNPCKHWD(r[i+1], r[i], w[i+1])
-		}
-		d := make([]reg.VecVirtual, 8) // then double words of pairs of pairs
-		for _, q := range [][2]int{{0, 2}, {1, 3}, {4, 6}, {5, 7}} {
-			lo, hi := YMM(), YMM()
-			VPUNPCKLDQ(w[q[1]], w[q[0]], lo)
-			VPUNPCKHDQ(w[q[1]], w[q[0]], hi)
-			d[q[0]], d[q[1]] = lo, hi
-		}
-		// d[0]: k-steps 0, 1 of columns 0–3; d[2]: 2, 3; d[1]: 4, 5; d[3]: 6, 7; d[4..7] the same of columns 4–7.
-		for t, q := range [][2]int{{0, 4}, {2, 6}, {1, 5}, {3, 7}} {
-			lo, hi := YMM(), YMM()
-			VPUNPCKLQDQ(d[q[1]], d[q[0]], lo) // k-step 2t (lane 0) and 8 + 2t (lane 1)
-			VPUNPCKHQDQ(d[q[1]], d[q[0]], hi) // 2t + 1 and 8 + 2t + 1
-			for j, o := range []reg.VecVirtual{lo, hi} {
-				step := 2*t + j
-				VMOVDQU(o.AsX(), Mem{Base: dst, Disp: 2 * (step*16 + 8*cb)})
-				VEXTRACTI128(Imm(1), o, Mem{Base: dst, Disp: 2 * ((8+step)*16 + 8*cb)})
+	JZ(LabelRef(done))
+	for th := range width / 16 { // k-steps 16·th .. 16·th+15: the half of each stored column loaded
+		for cb := range width / 8 { // dst columns 8·cb .. 8·cb+7: stored columns
+			r := make([]reg.VecVirtual, 8)
+			for c := range r {
+				r[c] = YMM()
+				VMOVDQU(Mem{Base: src, Disp: 2 * (width*(8*cb+c) + 16*th)}, r[c])
+			}
+			w := make([]reg.VecVirtual, 8) // words of row pairs interleaved
+			for i := 0; i < 8; i += 2 {
+				w[i], w[i+1] = YMM(), YMM()
+				VPUNPCKLWD(r[i+1], r[i], w[i])
+				VPUNPCKHWD(r[i+1], r[i], w[i+1])
+			}
+			d := make([]reg.VecVirtual, 8) // then double words of pairs of pairs
+			for _, q := range [][2]int{{0, 2}, {1, 3}, {4, 6}, {5, 7}} {
+				lo, hi := YMM(), YMM()
+				VPUNPCKLDQ(w[q[1]], w[q[0]], lo)
+				VPUNPCKHDQ(w[q[1]], w[q[0]], hi)
+				d[q[0]], d[q[1]] = lo, hi
+			}
+			// d[0]: k-steps 0, 1 of columns 0–3; d[2]: 2, 3; d[1]: 4, 5; d[3]: 6, 7; d[4..7] the same of columns 4–7.
+			for t, q := range [][2]int{{0, 4}, {2, 6}, {1, 5}, {3, 7}} {
+				lo, hi := YMM(), YMM()
+				VPUNPCKLQDQ(d[q[1]], d[q[0]], lo) // k-step 2t (lane 0) and 8 + 2t (lane 1)
+				VPUNPCKHQDQ(d[q[1]], d[q[0]], hi) // 2t + 1 and 8 + 2t + 1
+				for j, o := range []reg.VecVirtual{lo, hi} {
+					step := 16*th + 2*t + j
+					VMOVDQU(o.AsX(), Mem{Base: dst, Disp: 2 * (step*width + 8*cb)})
+					VEXTRACTI128(Imm(1), o, Mem{Base: dst, Disp: 2 * ((8+step)*width + 8*cb)})
+				}
 			}
 		}
 	}
 	ADDQ(stride, src)
-	ADDQ(U32(2*16*16), dst)
+	ADDQ(U32(2*width*width), dst)
 	DECQ(pairs)
-	JMP(LabelRef("gatherTPanel_loop"))
-	Label("gatherTPanel_done")
+	JMP(LabelRef(loop))
+	Label(done)
 	VZEROUPPER()
 	RET()
 }
