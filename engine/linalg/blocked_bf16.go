@@ -77,12 +77,9 @@ func sgemmBlockedBF16N(kern *microKernel, workers, m int, alpha float32, a []flo
 			colPanels := min(nc, n-j0) / nr
 			b := (*block)[:colPanels*kcur*nr]
 			parallelFor(workers, colPanels, func(_, it int) {
-				j := j0 + it*nr       // W's column, C's
-				qb := j / p.kc * p.kc // the stored block of W's columns it is in
-				width := min(p.kc, p.k-qb)
-				off := p.offset(qb, p0) + (j-qb)*nr
-				_, _ = p.data[off+(kcur/16-1)*nr*width+255], b[(it+1)*kcur*nr-1]
-				gatherTPanelBF16AVX2(&b[it*kcur*nr], &p.data[off], kcur/16, nr*width)
+				off, stride := p.columnRun(p0, j0+it*nr) // W's column j0+it·nr is C's
+				_, _ = p.data[off+(kcur/16-1)*stride+255], b[(it+1)*kcur*nr-1]
+				gatherTPanelBF16AVX2(&b[it*kcur*nr], &p.data[off], kcur/16, stride)
 			})
 			u.run(workers, p0, kcur, j0, n, colPanels, func(jj int) *uint16 { return &b[(jj-j0)*kcur] }, alpha, bcur, c, ldc,
 				lastBlock(low, p0+kcur >= K))

@@ -1,9 +1,6 @@
 package linalg
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // PackedBF16 is a frozen bfloat16 matrix W [n × k] (a base model's weight in PyTorch's layout, out × in) laid
 // out once for the blocked kernel's products x·Wᵀ. For each block of k-steps the driver will take (kc of them,
@@ -58,6 +55,14 @@ func (p *PackedBF16) panel(p0, j0 int) []uint16 {
 // offset is where panel(p0, j0) starts in p.data: the blocks before p0 (p0 groups of the padded n each),
 // then j0 rows' panels of this block's kcur groups.
 func (p *PackedBF16) offset(p0, j0 int) int { return p0*roundUp(p.n, p.nr) + j0*min(p.kc, p.k-p0) }
+
+// columnRun is where W's column q starts in the stored panel of W's rows j .. j+nr-1 (j a multiple of nr):
+// their nr values, contiguous; and how many values on the same column's values of the next nr rows start
+// (the next stored panel of its block of columns), for gathering Wᵀ's panels.
+func (p *PackedBF16) columnRun(j, q int) (off, stride int) {
+	qb := q / p.kc * p.kc // the stored block of W's columns q is in
+	return p.offset(qb, j) + (q-qb)*p.nr, p.nr * min(p.kc, p.k-qb)
+}
 
 // at is W[j, q].
 func (p *PackedBF16) at(j, q int) uint16 {
@@ -272,6 +277,21 @@ func panelTilesFor(nr int) []panelTile {
 	return nil
 }
 
+// rowSplit is rows of A in groups as even as panel tiles of at most most rows allow (32 rows on AVX2's 6:
+// 5,5,5,5,6,6, not 6×5 and 2): a group of 2 does 4 FMAs per widened step, which the widening, not the FMA
+// units, then bounds.
+type rowSplit struct{ rows, groups int }
+
+func splitRows(rows, most int) rowSplit { return rowSplit{rows, (rows + most - 1) / most} }
+
+// size is group g's rows: the last rows % groups groups take a row more.
+func (s rowSplit) size(g int) int {
+	if g >= s.groups-s.rows%s.groups {
+		return s.rows/s.groups + 1
+	}
+	return s.rows / s.groups
+}
+
 // sgemmRowGroups is SgemmPackedBF16 on AVX2 (and for a few rows on AVX-512): each worker takes a run of
 // W's panels and, block of k-steps by block, runs the panel tiles over each panel with the rows of A in
 // groups of up to 6 (A's block, m × 256 values at most, stays in L1/L2; each panel block, 6 KiB at k = 576,
@@ -291,16 +311,8 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 	// AVX-512's, when each worker took one run of them; runs of an eighth of a worker's share (at most 16
 	// panels) let a worker that is done take the rest of a slower one's from its end.
 	run := max(1, min(16, colPanels/(8*workers)))
-	// Groups as even as the tiles' rows allow (32 rows on AVX2's 6: 5,5,5,5,6,6, not 6×5 and 2): a group of 2
-	// does 4 FMAs per widened step, which the widening, not the FMA units, then bounds.
-	most := len(tiles) - 1
-	groups := (m + most - 1) / most
-	size := func(g int) int { // the last m % groups groups take a row more
-		if g >= groups-m%groups {
-			return m/groups + 1
-		}
-		return m / groups
-	}
+	split := splitRows(m, len(tiles)-1)
+	groups, size := split.groups, split.size
 	if low != nil {
 		low.packGroups(groups, size)
 	}
@@ -348,39 +360,30 @@ func sgemmRowGroups(tiles []panelTile, workers, m int, alpha float32, a []float3
 // slices, whose rows of A stay in its L2 while W's panels stream past, and only the call's end is a join.
 // A call of sgemmRowGroups per slice joined the workers 32 times a product at 4,096 rows, each time after
 // one of them had finished its last panel alone: in a runtime trace of SmolLM2-135M's RL step on float32
-// FMAs (Zen 5) one goroutine ran alone in those calls for 0.34 s of the 7.8 s step. With low, each slice's
-// groups of U are packed up front, the term added to each group's tile after the contraction's last block.
+// FMAs (Zen 5) one goroutine ran alone in those calls for 0.34 s of the 7.8 s step. With low, every slice's
+// groups of U are packed up front (U's rows from 0), the term added to each group's tile after the
+// contraction's last block.
 func sgemmRowSlices(tiles []panelTile, workers, m int, alpha float32, a []float32, lda int, p *PackedBF16, beta float32, c []float32, ldc int,
 	low *lowRankTiles) {
-	type slice struct{ i0, rows, groups, g0 int }
+	type slice struct{ i0, groups, g0 int } // the slice's first row, its groups, and its first group's index
 	n, k, nr := p.n, p.k, p.nr
-	most := len(tiles) - 1
 	var slices []slice
-	for i0, rows, g0 := 0, 0, 0; i0 < m; i0 += rows {
+	var sizes []int // every group's rows, slice after slice
+	for i0, rows := 0, 0; i0 < m; i0 += rows {
 		// A last slice of 1 or 2 rows would go through tiles of that many, which sum a step's pairs in two
 		// sets of accumulators (not the blocked driver's order): the slice before takes them.
 		rows = min(rowSliceRows, m-i0)
 		if m-i0-rows < 3 {
 			rows = m - i0
 		}
-		groups := (rows + most - 1) / most
-		slices = append(slices, slice{i0, rows, groups, g0})
-		g0 += groups
-	}
-	// Groups as even as the tiles' rows allow (sgemmRowGroups): the last rows % groups take a row more.
-	size := func(s slice, g int) int {
-		if g >= s.groups-s.rows%s.groups {
-			return s.rows/s.groups + 1
+		split := splitRows(rows, len(tiles)-1)
+		slices = append(slices, slice{i0, split.groups, len(sizes)})
+		for g := range split.groups {
+			sizes = append(sizes, split.size(g))
 		}
-		return s.rows / s.groups
 	}
 	if low != nil {
-		last := slices[len(slices)-1]
-		low.chunkRow = 0
-		low.packGroups(last.g0+last.groups, func(g int) int {
-			i := sort.Search(len(slices), func(i int) bool { return slices[i].g0+slices[i].groups > g })
-			return size(slices[i], g-slices[i].g0)
-		})
+		low.packGroups(len(sizes), func(g int) int { return sizes[g] })
 	}
 	colPanels := n / nr
 	run := max(1, min(16, colPanels/(8*workers)))
@@ -397,11 +400,11 @@ func sgemmRowSlices(tiles []panelTile, workers, m int, alpha float32, a []float3
 				}
 				for jp := j0; jp < j1; jp++ {
 					panel := &p.panel(p0, jp*nr)[0]
-					for g, i := 0, s.i0; g < s.groups; g++ {
-						rows := size(s, g)
+					for g, i := s.g0, s.i0; g < s.g0+s.groups; g++ {
+						rows := sizes[g]
 						tiles[rows](kcur, &a[i*lda+p0], lda, panel, &c[i*ldc+jp*nr], ldc, alpha, bcur)
 						if low != nil && p0+kcur >= k {
-							low.groupTile(c, ldc, s.g0+g, i, rows, jp*nr)
+							low.groupTile(c, ldc, g, i, rows, jp*nr)
 						}
 						i += rows
 					}
@@ -569,10 +572,8 @@ func sgemmPackedBF16NRows(m int, alpha float32, a []float32, lda int, p *PackedB
 		parallelFor(workers, blocks*panels, func(_, u int) {
 			p0, q0 := u/panels*kc, u%panels*nr // t's block (W's rows j0+p0 ...) and panel (W's columns q0 ...)
 			kcur := min(kc, rows-p0)
-			qb := q0 / p.kc * p.kc // the stored block of W's columns q0 is in
-			width := min(p.kc, p.k-qb)
-			src, dst := p.offset(qb, j0+p0)+(q0-qb)*nr, t.offset(p0, q0)
-			pairs, stride := kcur/nr, nr*width
+			src, stride := p.columnRun(j0+p0, q0)
+			dst, pairs := t.offset(p0, q0), kcur/nr
 			_, _ = p.data[src+(pairs-1)*stride+nr*nr-1], t.data[dst+pairs*nr*nr-1]
 			gatherTPanel32BF16AVX2(&t.data[dst], &p.data[src], pairs, stride)
 		})
