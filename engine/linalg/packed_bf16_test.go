@@ -146,9 +146,7 @@ func TestSgemmPackedBF16Plus(t *testing.T) {
 		{700, 96, 576, 8}, {1100, 64, 200, 16}, {200, 128, 96, 8}, // whole AVX-512 panels: row groups, in slices past 256 rows
 	} {
 		for _, backward := range []bool{false, true} {
-			w16 := make([]uint16, tc.n*tc.k)
-			RoundBF16(w16, randVec(rng, len(w16)))
-			p := PackBF16(tc.n, tc.k, w16, tc.k)
+			p := randPackedBF16(rng, tc.n, tc.k)
 			in, out := tc.k, tc.n
 			if backward {
 				in, out = tc.n, tc.k
@@ -187,9 +185,7 @@ func TestSgemmPackedBF16RowSlices(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(12))
 	for _, tc := range []struct{ m, n, k int }{{700, 96, 576}, {1100, 64, 200}, {300, 1536, 576}, {4100, 32, 1536}, {385, 64, 96}, {258, 32, 64}} {
-		w16 := make([]uint16, tc.n*tc.k)
-		RoundBF16(w16, randVec(rng, len(w16)))
-		p := PackBF16(tc.n, tc.k, w16, tc.k)
+		p := randPackedBF16(rng, tc.n, tc.k)
 		if p.nr != 32 || tc.m <= rowGroupsMaxRows {
 			t.Fatalf("%v: not a product the slices take (panels %d wide)", tc, p.nr)
 		}
@@ -222,9 +218,7 @@ func TestSgemmPackedBF16NRows(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(13))
 	for _, tc := range []struct{ m, n, k int }{{700, 96, 576}, {300, 576, 1536}, {256, 4096, 576}, {130, 8192, 64}, {1100, 1536, 576}, {385, 192, 96}} {
-		w16 := make([]uint16, tc.n*tc.k)
-		RoundBF16(w16, randVec(rng, len(w16)))
-		p := PackBF16(tc.n, tc.k, w16, tc.k)
+		p := randPackedBF16(rng, tc.n, tc.k)
 		kern := kernelFor(tc.k)
 		if p.nr != 32 || kern.nr != 32 || kern.kc(tc.n)%32 != 0 || p.kc%32 != 0 {
 			t.Fatalf("%v: not a product sgemmPackedBF16NRows takes", tc)
@@ -306,4 +300,11 @@ func BenchmarkLowRank(b *testing.B) {
 			})
 		}
 	}
+}
+
+// randPackedBF16 packs an n × k matrix of random values rounded to bfloat16 (PackBF16).
+func randPackedBF16(rng *rand.Rand, n, k int) *PackedBF16 {
+	w16 := make([]uint16, n*k)
+	RoundBF16(w16, randVec(rng, len(w16)))
+	return PackBF16(n, k, w16, k)
 }
