@@ -105,15 +105,22 @@ const (
 	// 128 KiB and stays in L2 with the rows of A that pass over it; longer contractions (the LM head's
 	// input gradient, over the vocabulary) add up blocks.
 	pairBlockSteps = 64
-	// pairChunkRows is the most rows of A one pass rounds and multiplies: 512 rows of a 2,048-value block
-	// are 2 MiB of bfloat16, read again by every panel.
-	pairChunkRows = 512
 	// pairStreamBytes is the size of C from which it is written with non-temporal stores: past a core's L2
 	// it would be evicted before anyone reads it, and reading its lines for ownership first doubles the
 	// traffic of products that are bandwidth-bound already (an LM head's logits, 19 MB a decoding step of 32
 	// rows at Qwen3's vocabulary).
 	pairStreamBytes = 2 << 20
 )
+
+// pairChunkRows is the most rows of A one pass rounds and multiplies (a variable so that tests can take
+// several chunks with fewer rows): 2,048 rows of a 2,048-value block are 8 MiB of bfloat16, read again by
+// every panel from L3. Each chunk costs the product a pass over B's panels (from memory, or a transposed
+// copy held in L3) and two joins of the workers, and its last chunk is often short: at 512 rows a training
+// step's micro-batch of 1,280 rows (SmolLM2-135M) was three chunks and one of 768 (Qwen2.5-0.5B) two. The
+// input gradients dy·W took it worst (BenchmarkPairsN, medians of 5 interleaved runs on a Zen 5 EPYC, in
+// chunks of 512 rows against one): 623 against 635 GFLOP/s over gate's 1,536 outputs, 695 against 746 over
+// down's 576, 646 against 701 over q's and o's, 574 against 684 over k's and v's 192.
+var pairChunkRows = 2048
 
 // sgemmPairs computes C = alpha·A·op(B) + beta·C for the m × k row-major float32 A (stride lda) and the
 // bfloat16 B: n × k row-major (stride ldb) with op(B) = Bᵀ when transB (x·Wᵀ), k × n when not (dy·W). A is

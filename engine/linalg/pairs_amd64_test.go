@@ -39,6 +39,14 @@ func withEachPanel(t *testing.T, fn func(t *testing.T)) {
 	}
 }
 
+// lowerChunkRows sets pairChunkRows to 512, so that the tests' products of some hundreds of rows take
+// several chunks, and returns what restores it.
+func lowerChunkRows() func() {
+	prev := pairChunkRows
+	pairChunkRows = 512
+	return func() { pairChunkRows = prev }
+}
+
 // TestPairs checks sgemmPairs, on each panel kernel, against a float64 product of the same bfloat16-rounded
 // activations and weights: both ways of reading B, edges in every dimension (rows, columns and contraction
 // values that are not multiples of a tile's), contractions longer than one block, strides past the
@@ -47,10 +55,12 @@ func withEachPanel(t *testing.T, fn func(t *testing.T)) {
 func TestPairs(t *testing.T) { withEachPanel(t, testPairs) }
 
 func testPairs(t *testing.T) {
+	defer lowerChunkRows()()
 	rng := rand.New(rand.NewSource(1))
 	for _, tc := range []struct{ m, n, k int }{
 		{8, 1, 32}, {31, 17, 64}, {32, 32, 96}, {33, 70, 100}, {100, 45, 576}, {600, 33, 130}, {40, 64, 2200}, {64, 192, 4200},
-		// Chunks of rows over blocks of the contraction (the panels laid out by the first chunk, held for the rest).
+		// Chunks of rows (lowerChunkRows) over blocks of the contraction (the panels laid out by the first
+		// chunk, held for the rest).
 		{1100, 70, 2200},
 		// Fewer rows than a tile's (the packed products take them; dotPanel's 1-, 2- and 4-row tiles).
 		{1, 70, 100}, {2, 64, 576}, {3, 96, 64}, {6, 34, 130},
@@ -207,6 +217,39 @@ func BenchmarkPairs(b *testing.B) {
 	}
 }
 
+// BenchmarkPairsN is a training step's input gradients dy·W at SmolLM2-135M's shapes (W packed for x·Wᵀ, out
+// × in: gate and up, down, q and o, k and v) over a micro-batch of 1,280 rows (10 sequences of 128 tokens),
+// in chunks of 512 rows and of 2,048 (pairChunkRows).
+func BenchmarkPairsN(b *testing.B) {
+	if pairProducts == nil {
+		b.Skip("no pair products on this CPU")
+	}
+	const m = 1280
+	for _, sh := range [][2]int{{1536, 576}, {576, 1536}, {576, 576}, {192, 576}} {
+		out, in := sh[0], sh[1]
+		w := make([]uint16, out*in)
+		for i := range w {
+			w[i] = ToBF16(float32(i%5) - 2)
+		}
+		p := PackPairs(out, in, w, in)
+		dy := make([]float32, m*out)
+		for i := range dy {
+			dy[i] = float32(i%7) - 3
+		}
+		dx := make([]float32, m*in)
+		for _, chunk := range []int{512, 2048} {
+			b.Run(fmt.Sprintf("%dx%dx%d/chunk=%d", m, in, out, chunk), func(b *testing.B) {
+				defer func(c int) { pairChunkRows = c }(pairChunkRows)
+				pairChunkRows = chunk
+				for range b.N {
+					SgemmPackedPairsN(m, 1, dy, out, p, 0, dx, in)
+				}
+				b.ReportMetric(2*float64(m*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
 // BenchmarkPackedPairs is a decoding step's LM head at Qwen3's vocabulary (151,936 × 576) over a batch of
 // rows, on the packed weights: the weights stream from memory once per product (175 MB), so it reports
 // their bytes per second against the machine's bandwidth.
@@ -319,6 +362,7 @@ func TestRoundTiled(t *testing.T) {
 func TestPairsLowRank(t *testing.T) { withEachPanel(t, testPairsLowRank) }
 
 func testPairsLowRank(t *testing.T) {
+	defer lowerChunkRows()()
 	rng := rand.New(rand.NewSource(7))
 	src := randv2.New(randv2.NewPCG(7, 8))
 	for _, sh := range [][4]int{{1100, 96, 64, 8}, {700, 100, 576, 16}, {97, 40, 32, 8}, {64, 64, 64, 8}, {5, 64, 96, 4}, {300, 200, 2100, 8}} {
