@@ -330,13 +330,13 @@ func (t *lowRankTiles) packRows(i0, rows int) {
 	t.chunkRow = i0
 }
 
-// add adds the term to C's block of the packed rows (all of them) and columns j0 .. j0+cols-1; j0 is a
-// multiple of the kernel's nr.
-func (t *lowRankTiles) add(c []float32, ldc, rows, j0, cols int) {
+// addRows adds the term to C's block of the packed rows r0 .. r1-1 (r0 a multiple of the kernel's mr, r1
+// at most the rows packed) and columns j0 .. j0+cols-1; j0 is a multiple of the kernel's nr.
+func (t *lowRankTiles) addRows(c []float32, ldc, r0, r1, j0, cols int) {
 	mr, nr := t.kern.mr, t.kern.nr
 	for jj := j0; jj < j0+cols; jj += nr {
-		for i := 0; i < rows; i += mr {
-			t.tile(c, ldc, i, min(mr, rows-i), jj, min(nr, j0+cols-jj))
+		for i := r0; i < r1; i += mr {
+			t.tile(c, ldc, i, min(mr, r1-i), jj, min(nr, j0+cols-jj))
 		}
 	}
 }

@@ -231,6 +231,16 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		low = newLowRankTiles(lr, n)
 		defer low.release()
 	}
+	// Products x·Wᵀ with pre's panels take a chunk of more than gb blocks of rows in units of one group of
+	// rows by one panel, the groups in turn (every panel over a group before the next group), so that the
+	// group's rows stay in the cores' L2 while the panels pass over them: a worker claimed a panel and took
+	// all the chunk's rows over it, which read A from L3 once per panel. (The input gradients dy·W, whose
+	// panels are laid out as the product goes, were no faster so: laid out all at once first, each then read
+	// back from L3, BenchmarkPairsGroups' dy·W at Qwen2.5-0.5B's gate ran 4% slower.)
+	gb := 0
+	if pre != nil && transB && split == nil && m >= pairsMinRows {
+		gb = groupBlocks(low)
+	}
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
 		kcur := min(blockSteps*32, k-p0)
 		st := (kcur + 31) / 32
@@ -263,11 +273,29 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					}
 				})
 			}
+			// multiply multiplies the chunk's blocks b0 .. b0+nb-1 of rows by panel jp, laid out in buf, and adds
+			// the low-rank term to those rows.
+			multiply := func(w, jp int, buf []uint16, b0, nb int) {
+				j0 := jp * 32
+				cols := min(32, n-j0)
+				mask := uint32(1)<<cols - 1
+				out := *outs[w]
+				r0, r1 := b0*32, min(rows, (b0+nb)*32)
+				// lda: a row's stride in bytes (tiled, 64: a step's 16-row half is a tile of 16 rows in a row).
+				cp, ldcp, jc := dest(jp)
+				calls[w] = pairCall{cfg: &amxConfig, a: &as[b0*32*ld], lda: 2 * rowStride, b: &buf[0], steps: st, blocks: nb,
+					c: &cp[(i0+r0)*ldcp+jc], ldc: 4 * ldcp, lastRows: r1 - r0 - (nb-1)*32, mask: uint64(mask),
+					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
+				pairPanel(&calls[w])
+				if low != nil && last {
+					low.addRows(c, ldc, r0, r1, j0, cols)
+				}
+			}
 			panel := func(w, jp int) {
 				j0 := jp * 32
 				cols := min(32, n-j0)
 				mask := uint32(1)<<cols - 1
-				buf, out := work(w)
+				buf, _ := work(w)
 				if held != nil {
 					buf = held[jp*st*32*32:]
 				}
@@ -290,23 +318,50 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 					packPairs32AVX512(&buf[0], &b[p0*ldb+j0], kcur, ldb, mask, &pairIndex[0])
 					clear(buf[(kcur+1)/2*64:])
 				}
-				// lda: a row's stride in bytes (tiled, 64: a step's 16-row half is a tile of 16 rows in a row).
-				cp, ldcp, jc := dest(jp)
-				calls[w] = pairCall{cfg: &amxConfig, a: &as[0], lda: 2 * rowStride, b: &buf[0], steps: st, blocks: blocks,
-					c: &cp[i0*ldcp+jc], ldc: 4 * ldcp, lastRows: rows - (blocks-1)*32, mask: uint64(mask),
-					alpha: alpha, beta: bt, scratch: &out[0], stream: boolWord(stream && cols == 32)}
-				pairPanel(&calls[w])
-				if low != nil && last {
-					low.add(c, ldc, rows, j0, cols)
-				}
+				multiply(w, jp, buf, 0, blocks)
 			}
-			parallelFor(workers, (panels+per-1)/per, func(w, u int) {
-				for jp := u * per; jp < min(panels, u*per+per); jp++ {
-					panel(w, jp)
-				}
+			if gb == 0 || blocks <= gb {
+				parallelFor(workers, (panels+per-1)/per, func(w, u int) {
+					for jp := u * per; jp < min(panels, u*per+per); jp++ {
+						panel(w, jp)
+					}
+				})
+				continue
+			}
+			groups := (blocks + gb - 1) / gb
+			parallelFor(workers, groups*panels, func(w, u int) {
+				work(w)
+				g, jp := u/panels, u%panels
+				multiply(w, jp, pre.panel(jp)[p0/32*16*64:], g*gb, min(gb, blocks-g*gb))
 			})
 		}
 	}
+}
+
+// pairGroupRows is about how many rows of A a group of sgemmPairs' products in groups takes (0: none, for
+// BenchmarkPairsGroups): 256 rows of a 1,536-value contraction are 768 KiB of bfloat16, within a core's L2
+// beside a panel.
+var pairGroupRows = 256
+
+// groupBlocks is the blocks of 32 rows in a group of rows of the grouped products: pairGroupRows, or with a
+// low-rank term the nearest multiple of its kernel's rows and of 32 (the term's tiles then start where they
+// start when it is added to all of a chunk's rows at once, and their sums are the same).
+func groupBlocks(low *lowRankTiles) int {
+	if pairGroupRows == 0 {
+		return 0
+	}
+	if low == nil {
+		return pairGroupRows / 32
+	}
+	unit := low.kern.mr / gcd(32, low.kern.mr) // blocks in the least common multiple of 32 and mr rows
+	return max(1, (pairGroupRows/32+unit/2)/unit) * unit
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // panelT writes the panel of W's rows j0 .. j0+cols-1 over contraction values p0 .. p0+kc-1 (both even) in

@@ -250,6 +250,50 @@ func BenchmarkPairsN(b *testing.B) {
 	}
 }
 
+// BenchmarkPairsGroups is a training step's products with the frozen base, x·Wᵀ (rows rounded ahead) and
+// dy·W, at SmolLM2-135M's gate and down (a micro-batch of 1,280 rows) and Qwen2.5-0.5B's (768 rows), the
+// rows in groups (pairGroupRows) and not.
+func BenchmarkPairsGroups(b *testing.B) {
+	if pairProducts == nil {
+		b.Skip("no pair products on this CPU")
+	}
+	for _, sh := range [][3]int{{1280, 1536, 576}, {1280, 576, 1536}, {768, 4864, 896}, {768, 896, 4864}} {
+		m, out, in := sh[0], sh[1], sh[2]
+		w := make([]uint16, out*in)
+		for i := range w {
+			w[i] = ToBF16(float32(i%5) - 2)
+		}
+		p := PackPairs(out, in, w, in)
+		x := make([]float32, m*in)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		x16 := make([]uint16, RoundedLen(m, in))
+		for i := range m {
+			RoundRowBF16(x16, i, x[i*in:(i+1)*in])
+		}
+		y := make([]float32, m*out)
+		for _, groups := range []bool{false, true} {
+			rows := 0
+			if groups {
+				rows = pairGroupRows
+			}
+			run := func(name string, product func()) {
+				b.Run(fmt.Sprintf("%s/%dx%dx%d/groups=%v", name, m, out, in, groups), func(b *testing.B) {
+					defer func(r int) { pairGroupRows = r }(pairGroupRows)
+					pairGroupRows = rows
+					for range b.N {
+						product()
+					}
+					b.ReportMetric(2*float64(m*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+			run("xWT", func() { SgemmPackedPairsRounded(m, 1, x, in, x16, p, 0, y, out) })
+			run("dyW", func() { SgemmPackedPairsN(m, 1, y, out, p, 0, x, in) })
+		}
+	}
+}
+
 // BenchmarkPackedPairs is a decoding step's LM head at Qwen3's vocabulary (151,936 × 576) over a batch of
 // rows, on the packed weights: the weights stream from memory once per product (175 MB), so it reports
 // their bytes per second against the machine's bandwidth.
