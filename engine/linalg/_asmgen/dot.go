@@ -208,6 +208,22 @@ func dotTileRows(w func(format string, args ...any), label func(string), name st
 	for z := 0; z < 2*rows; z++ {
 		w("VPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
+	// With beta nonzero the epilogue reads the tile's rows of C (a residual's beta 1, an input gradient's sum
+	// over projections, the blocks after the first of a long contraction): they are fetched now, while the
+	// steps run, rather than waited on there. SmolLM2-135M's SFT step on a Zen 5 EPYC, 4 interleaved runs of
+	// two binaries: the o projection's forward products 0.43–0.46 s against 0.50–0.52, down's 1.01–1.07
+	// against 1.07–1.12, the input gradients' 4.48–4.65 against 4.63–4.75.
+	w("TESTL R14, R14")
+	w("JZ %s_steps%d", name, rows)
+	w("MOVQ DX, R12")
+	for i := 0; i < rows; i++ {
+		w("PREFETCHT0 (R12)")
+		w("PREFETCHT0 64(R12)")
+		if i < rows-1 {
+			w("ADDQ R13, R12")
+		}
+	}
+	label(fmt.Sprintf("steps%d", rows))
 	w("MOVQ SI, AX")
 	w("LEAQ (SI)(R10*4), R9")
 	w("MOVQ %d(DI), BX", offB)
