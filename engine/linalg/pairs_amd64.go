@@ -195,7 +195,9 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		defer heldPanels.put(h)
 		held = *h
 	}
-	work := func(w int) (buf []uint16, out []float32) {
+	// work readies worker w's scratch (outs[w], which multiply reads) and returns its panel buffer (nil
+	// where held or pre holds the panels).
+	work := func(w int) (buf []uint16) {
 		if outs[w] == nil {
 			outs[w] = getScratch(32 * 32)
 		}
@@ -205,7 +207,7 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 		if bufs[w] != nil {
 			buf = *bufs[w]
 		}
-		return buf, *outs[w]
+		return buf
 	}
 	// Streaming needs every row of C on a 64-byte boundary, as Go's large allocations are; a low-rank term
 	// reads C back right after.
@@ -236,9 +238,9 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	// group's rows stay in the cores' L2 while the panels pass over them: a worker claimed a panel and took
 	// all the chunk's rows over it, which read A from L3 once per panel. (The input gradients dy·W, whose
 	// panels are laid out as the product goes, were no faster so: laid out all at once first, each then read
-	// back from L3, BenchmarkPairsGroups' dy·W at Qwen2.5-0.5B's gate ran 4% slower.)
+	// back from L3, dy·W at Qwen2.5-0.5B's gate, 768 × 4,864 by 4,864 × 896, ran 4% slower.)
 	gb := 0
-	if pre != nil && transB && split == nil && m >= pairsMinRows {
+	if pre != nil && transB && split == nil {
 		gb = groupBlocks(low)
 	}
 	for p0 := 0; p0 < k; p0 += blockSteps * 32 {
@@ -295,7 +297,7 @@ func sgemmPairs(transB bool, m, n, k int, alpha float32, a []float32, lda int, b
 				j0 := jp * 32
 				cols := min(32, n-j0)
 				mask := uint32(1)<<cols - 1
-				buf, _ := work(w)
+				buf := work(w)
 				if held != nil {
 					buf = held[jp*st*32*32:]
 				}

@@ -217,6 +217,41 @@ func BenchmarkPairs(b *testing.B) {
 	}
 }
 
+// pairsBenchOperands is the operands of a product with weights W (out × in, packed) over m rows: x (m × in)
+// and its rows rounded ahead, and y (m × out), for BenchmarkPairsN and BenchmarkPairsGroups.
+func pairsBenchOperands(m, out, in int) (p *PackedPairs, x []float32, x16 []uint16, y []float32) {
+	w := make([]uint16, out*in)
+	for i := range w {
+		w[i] = ToBF16(float32(i%5) - 2)
+	}
+	x = make([]float32, m*in)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	x16 = make([]uint16, RoundedLen(m, in))
+	for i := range m {
+		RoundRowBF16(x16, i, x[i*in:(i+1)*in])
+	}
+	y = make([]float32, m*out)
+	for i := range y {
+		y[i] = float32(i%7) - 3
+	}
+	return PackPairs(out, in, w, in), x, x16, y
+}
+
+// benchPairs runs product as b's sub-benchmark name with *knob set to value, reporting the GFLOP/s of an
+// m × out × in product.
+func benchPairs(b *testing.B, name string, knob *int, value, m, out, in int, product func()) {
+	b.Run(name, func(b *testing.B) {
+		defer func(v int) { *knob = v }(*knob)
+		*knob = value
+		for range b.N {
+			product()
+		}
+		b.ReportMetric(2*float64(m*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}
+
 // BenchmarkPairsN is a training step's input gradients dy·W at SmolLM2-135M's shapes (W packed for x·Wᵀ, out
 // × in: gate and up, down, q and o, k and v) over a micro-batch of 1,280 rows (10 sequences of 128 tokens),
 // in chunks of 512 rows and of 2,048 (pairChunkRows).
@@ -227,69 +262,27 @@ func BenchmarkPairsN(b *testing.B) {
 	const m = 1280
 	for _, sh := range [][2]int{{1536, 576}, {576, 1536}, {576, 576}, {192, 576}} {
 		out, in := sh[0], sh[1]
-		w := make([]uint16, out*in)
-		for i := range w {
-			w[i] = ToBF16(float32(i%5) - 2)
-		}
-		p := PackPairs(out, in, w, in)
-		dy := make([]float32, m*out)
-		for i := range dy {
-			dy[i] = float32(i%7) - 3
-		}
-		dx := make([]float32, m*in)
+		p, dx, _, dy := pairsBenchOperands(m, out, in)
 		for _, chunk := range []int{512, 2048} {
-			b.Run(fmt.Sprintf("%dx%dx%d/chunk=%d", m, in, out, chunk), func(b *testing.B) {
-				defer func(c int) { pairChunkRows = c }(pairChunkRows)
-				pairChunkRows = chunk
-				for range b.N {
-					SgemmPackedPairsN(m, 1, dy, out, p, 0, dx, in)
-				}
-				b.ReportMetric(2*float64(m*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+			benchPairs(b, fmt.Sprintf("%dx%dx%d/chunk=%d", m, in, out, chunk), &pairChunkRows, chunk, m, out, in,
+				func() { SgemmPackedPairsN(m, 1, dy, out, p, 0, dx, in) })
 		}
 	}
 }
 
-// BenchmarkPairsGroups is a training step's products with the frozen base, x·Wᵀ (rows rounded ahead) and
-// dy·W, at SmolLM2-135M's gate and down (a micro-batch of 1,280 rows) and Qwen2.5-0.5B's (768 rows), the
-// rows in groups (pairGroupRows) and not.
+// BenchmarkPairsGroups is a training step's products x·Wᵀ with the frozen base (rows rounded ahead) at
+// SmolLM2-135M's gate and down (a micro-batch of 1,280 rows) and Qwen2.5-0.5B's (768 rows), the rows in
+// groups (pairGroupRows) and not.
 func BenchmarkPairsGroups(b *testing.B) {
 	if pairProducts == nil {
 		b.Skip("no pair products on this CPU")
 	}
 	for _, sh := range [][3]int{{1280, 1536, 576}, {1280, 576, 1536}, {768, 4864, 896}, {768, 896, 4864}} {
 		m, out, in := sh[0], sh[1], sh[2]
-		w := make([]uint16, out*in)
-		for i := range w {
-			w[i] = ToBF16(float32(i%5) - 2)
-		}
-		p := PackPairs(out, in, w, in)
-		x := make([]float32, m*in)
-		for i := range x {
-			x[i] = float32(i%7) - 3
-		}
-		x16 := make([]uint16, RoundedLen(m, in))
-		for i := range m {
-			RoundRowBF16(x16, i, x[i*in:(i+1)*in])
-		}
-		y := make([]float32, m*out)
-		for _, groups := range []bool{false, true} {
-			rows := 0
-			if groups {
-				rows = pairGroupRows
-			}
-			run := func(name string, product func()) {
-				b.Run(fmt.Sprintf("%s/%dx%dx%d/groups=%v", name, m, out, in, groups), func(b *testing.B) {
-					defer func(r int) { pairGroupRows = r }(pairGroupRows)
-					pairGroupRows = rows
-					for range b.N {
-						product()
-					}
-					b.ReportMetric(2*float64(m*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
-			}
-			run("xWT", func() { SgemmPackedPairsRounded(m, 1, x, in, x16, p, 0, y, out) })
-			run("dyW", func() { SgemmPackedPairsN(m, 1, y, out, p, 0, x, in) })
+		p, x, x16, y := pairsBenchOperands(m, out, in)
+		for _, rows := range []int{0, pairGroupRows} {
+			benchPairs(b, fmt.Sprintf("%dx%dx%d/groups=%v", m, out, in, rows > 0), &pairGroupRows, rows, m, out, in,
+				func() { SgemmPackedPairsRounded(m, 1, x, in, x16, p, 0, y, out) })
 		}
 	}
 }
