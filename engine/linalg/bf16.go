@@ -262,7 +262,7 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 				widenBF16(d[:cols], b[(p0+pp)*ldb+j0:(p0+pp)*ldb+j0+cols])
 				clear(d[cols:])
 			}
-		}, beta, c, ldc, nil)
+		}, beta, c, ldc, nil, nil)
 		return
 	}
 	// op(B) = B, k × n, for a few rows: widen blocks of whole rows of B (k-steps) and accumulate their

@@ -63,9 +63,15 @@ func split(total, limit, align int) int {
 // row of a (see packABlockTAVX512). C is scaled by beta in the first k block only.
 func sgemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
 	lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmPackedBand(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// sgemmPackedBand is sgemmPacked leaving out what band (nil: nothing) says the product does not need.
+func sgemmPackedBand(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32,
+	lda int, b []float32, ldb int, beta float32, c []float32, ldc int, band *Band) {
 	sgemmBlocked(kern, workers, transA, m, n, k, alpha, a, lda, func(dst []float32, p0, kc, j0, cols int) {
 		kern.packBPanel(dst, b, ldb, transB, p0, kc, j0, cols)
-	}, beta, c, ldc, nil)
+	}, beta, c, ldc, nil, band)
 }
 
 // packBPanel packs the kc×cols block of op(B) at (p0, j0) with the kernel's own packing, or the generic one.
@@ -85,9 +91,10 @@ type packBlock func(dst []float32, p0, kc, j0, cols int)
 // float32 matrix (bfloat16 weights already laid out in the kernel's panels: see PackedBF16).
 //
 // With low (its U packed from row 0 for kern), its term is added to each tile of C after the tile's last block
-// of the contraction, while the tile is in L1.
+// of the contraction, while the tile is in L1. With band (SgemmBand; not with low), each tile runs over the
+// k-steps band leaves it, or not at all.
 func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int,
-	packB packBlock, beta float32, c []float32, ldc int, low *lowRankTiles) {
+	packB packBlock, beta float32, c []float32, ldc int, low *lowRankTiles, band *Band) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -155,6 +162,16 @@ func sgemmBlocked(kern *microKernel, workers int, transA bool, m, n, k int, alph
 				for jp := g * perGroup; jp < min(colPanels, (g+1)*perGroup); jp++ {
 					jj := j0 + jp*nr
 					cols := min(nr, n-jj)
+					if band != nil {
+						lo, hi, skip := band.steps(i0, rows, jj, p0, kcur)
+						switch {
+						case skip && band.Kind != BandCols && bcur != 1:
+							scaleMatrix(rows, cols, bcur, c[i0*ldc+jj:], ldc) // C = beta·C, as a tile over zeros
+						case !skip:
+							kern.tile(hi-lo, ap[lo*mr:], bp[jp*kcur*nr+lo*nr:], c[i0*ldc+jj:], ldc, alpha, bcur, rows, cols)
+						}
+						continue
+					}
 					kern.tile(kcur, ap, bp[jp*kcur*nr:], c[i0*ldc+jj:], ldc, alpha, bcur, rows, cols)
 					if low != nil && p0+kcur >= k {
 						low.tile(c, ldc, i0, rows, jj, cols)

@@ -52,6 +52,13 @@ const smallMACs = 8192
 // sgemmGo is the pure-Go (plus assembly) Sgemm: matrix-vector products, tiny products and the packed path.
 func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
 	beta float32, c []float32, ldc int) {
+	sgemmGoBand(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// sgemmGoBand is sgemmGo with band (nil: none) passed to the blocked kernels; the other paths compute the
+// whole product, which is correct for any band.
+func sgemmGoBand(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int, band *Band) {
 	switch {
 	case k == 0 || alpha == 0:
 		scaleMatrix(m, n, beta, c, ldc)
@@ -85,7 +92,7 @@ func sgemmGo(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 		kern := kernelFor(n)
 		workers, release := acquireWorkers(m, n, k)
 		defer release()
-		sgemmPacked(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		sgemmPackedBand(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band)
 	}
 }
 

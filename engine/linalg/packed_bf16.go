@@ -156,7 +156,7 @@ func SgemmPackedBF16Plus(m int, alpha float32, a []float32, lda int, p *PackedBF
 		sgemmPanels(kern, workers, m, n, k, alpha, a, lda, pack, beta, c, ldc)
 	default:
 		low = lr.tiles(m, n)
-		sgemmBlocked(kern, workers, false, m, n, k, alpha, a, lda, pack, beta, c, ldc, low)
+		sgemmBlocked(kern, workers, false, m, n, k, alpha, a, lda, pack, beta, c, ldc, low, nil)
 	}
 }
 
@@ -538,7 +538,7 @@ func SgemmPackedBF16NPlus(m int, alpha float32, a []float32, lda int, p *PackedB
 		for pp := range kc {
 			clear(dst[pp*nr+cols : (pp+1)*nr])
 		}
-	}, beta, c, ldc, low)
+	}, beta, c, ldc, low, nil)
 }
 
 // transposedChunkBytes bounds the transposed panels sgemmPackedBF16NRows gathers at once: every matrix of a

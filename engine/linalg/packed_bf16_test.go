@@ -196,7 +196,7 @@ func TestSgemmPackedBF16RowSlices(t *testing.T) {
 			SgemmPackedBF16(tc.m, 0.75, a, tc.k, p, beta, c1, tc.n)
 			kern := kernelFor(tc.n)
 			widen := func(dst []float32, p0, kc, j0, _ int) { widenBF16(dst[:kc*p.nr], p.panel(p0, j0)) }
-			sgemmBlocked(kern, 2, false, tc.m, tc.n, tc.k, 0.75, a, tc.k, widen, beta, c0, tc.n, nil)
+			sgemmBlocked(kern, 2, false, tc.m, tc.n, tc.k, 0.75, a, tc.k, widen, beta, c0, tc.n, nil, nil)
 			for i := range c0 {
 				if c1[i] != c0[i] {
 					t.Fatalf("%v beta %v: C[%d,%d] = %v, the blocked driver's %v", tc, beta, i/tc.n, i%tc.n, c1[i], c0[i])
@@ -243,7 +243,7 @@ func TestSgemmPackedBF16NRows(t *testing.T) {
 					}
 				}
 			}
-			sgemmBlocked(kern, 2, false, tc.m, tc.k, tc.n, 0.75, dy, tc.n, gather, beta, c0, tc.k, nil)
+			sgemmBlocked(kern, 2, false, tc.m, tc.k, tc.n, 0.75, dy, tc.n, gather, beta, c0, tc.k, nil, nil)
 			for i := range c0 {
 				if c1[i] != c0[i] {
 					t.Fatalf("%v beta %v: (dy·W)[%d,%d] = %v, the blocked driver's %v", tc, beta, i/tc.k, i%tc.k, c1[i], c0[i])

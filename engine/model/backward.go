@@ -300,16 +300,17 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 			r0, r1 := b[0], b[1]
 			rows := (r1 - r0) * G
 			q, dt, da := qs[r0*G*hd:], ds[r0*G*hd:], dA[r0*G*W:]
+			cols := attnBand(linalg.BandCols, r0, G) // stacked row i sees own keys to r0 + i/G
 			if capped != nil {
 				if P > 0 {
 					linalg.Sgemm(false, true, rows, P, hd, scale, q, hd, kp, kd, 0, capped[r0*G*W:], W)
 				}
-				linalg.Sgemm(false, true, rows, r1, hd, scale, q, hd, k, kd, 0, capped[r0*G*W+P:], W)
+				linalg.SgemmBand(false, true, rows, r1, hd, scale, q, hd, k, kd, 0, capped[r0*G*W+P:], W, cols)
 			}
 			if P > 0 {
 				linalg.Sgemm(false, true, rows, P, hd, 1, dt, hd, vp, kd, 0, da, W)
 			}
-			linalg.Sgemm(false, true, rows, r1, hd, 1, dt, hd, v, kd, 0, da[P:], W)
+			linalg.SgemmBand(false, true, rows, r1, hd, 1, dt, hd, v, kd, 0, da[P:], W, cols)
 			for r := r0; r < r1; r++ {
 				a := P + r // the row's position, counting the prefix
 				for g := range G {
@@ -334,7 +335,8 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 				linalg.Sgemm(false, false, rows, hd, P, scale, da, W, kp, kd, 0, dqs[r0*G*hd:], hd)
 				beta = 1
 			}
-			linalg.Sgemm(false, false, rows, hd, r1, scale, da[P:], W, k, kd, beta, dqs[r0*G*hd:], hd)
+			linalg.SgemmBand(false, false, rows, hd, r1, scale, da[P:], W, k, kd, beta, dqs[r0*G*hd:], hd,
+				attnBand(linalg.BandKEnd, r0, G))
 		}
 		unstackHeads(dq[base*qd+ho:], qd, dqs, T, G*hd)
 		// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
@@ -342,8 +344,9 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 		// it a block's rows, too short for the kernel).
 		for _, b := range blocks {
 			c0, c1 := b[0], b[1]
-			linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, scale, dA[c0*G*W+P+c0:], W, qs[c0*G*hd:], hd, 1, dk[base*kd+kvh*hd+c0*kd:], kd)
-			linalg.Sgemm(true, false, c1-c0, hd, (T-c0)*G, 1, A[c0*G*W+P+c0:], W, ds[c0*G*hd:], hd, 1, dv[base*kd+kvh*hd+c0*kd:], kd)
+			keys := attnBand(linalg.BandKStart, 0, G) // key c0+i sees the stacked rows from i·G on
+			linalg.SgemmBand(true, false, c1-c0, hd, (T-c0)*G, scale, dA[c0*G*W+P+c0:], W, qs[c0*G*hd:], hd, 1, dk[base*kd+kvh*hd+c0*kd:], kd, keys)
+			linalg.SgemmBand(true, false, c1-c0, hd, (T-c0)*G, 1, A[c0*G*W+P+c0:], W, ds[c0*G*hd:], hd, 1, dv[base*kd+kvh*hd+c0*kd:], kd, keys)
 		}
 		if P > 0 { // every query of the sequence sees the prefix
 			g := p.prefixGrads[pg[s]+2*kvh*P*hd:]
