@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -99,6 +100,7 @@ func main() {
 		torchSeqs = flag.String("torch-seqs", "Qwen2.5-0.5B=8,Gemma3-1B=8", "sequences of PyTorch's training steps per shape, when fewer than -seqs (compare; name=n,...)")
 		only      = flag.String("shapes", "", "comma-separated shapes to run (compare; default all)")
 		profile   = flag.String("cpuprofile", "", "write a CPU profile of the workload to this file: a training workload's measured steps only (not with -compare)")
+		traceOut  = flag.String("trace", "", "write an execution trace of the workload to this file (go tool trace), as -cpuprofile covers it: where the cores wait")
 		vocab     = flag.Int("vocab", 0, "the shape's vocabulary size, when not its own (not with -compare; 151936: SmolLM2-135M's body with Qwen3's vocabulary, as bench-rollouts and bench-loop serve it)")
 	)
 	flag.Parse()
@@ -143,6 +145,22 @@ func main() {
 			}
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "enginebench:", err)
+			os.Exit(1)
+		}
+		prev := begin
+		begin = func() {
+			prev()
+			if err := trace.Start(f); err != nil {
+				fmt.Fprintln(os.Stderr, "enginebench:", err)
+				os.Exit(1)
+			}
+		}
+		defer trace.Stop()
 	}
 	var err error
 	switch *work {
