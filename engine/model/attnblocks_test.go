@@ -109,9 +109,9 @@ func TestCausalBlocksCoverTheRows(t *testing.T) {
 // see and the zero weights past its position left out) give the logits and LoRA gradients of the whole
 // products bit for bit, at widths that reach the blocked kernels (SmolLM2-135M's heads, 3 to a key/value
 // head; Gemma 3's with a sliding window of 40 positions and soft-capped scores, 4 to one), over sequences
-// of 3 to 128 tokens, two of them after a shared prefix of 50.
+// of 3 to 128 tokens, two of them after a shared prefix of 50, in blocks of 128 query rows and of 48.
 func TestAttentionBands(t *testing.T) {
-	defer func(b bool) { attnBands = b }(attnBands)
+	defer func(b bool, n int) { attnBands, attnBlock = b, n }(attnBands, attnBlock)
 	smol := smolLM2
 	smol.Layers, smol.VocabSize = 2, 64
 	gemma := tinyGemma3(true)
@@ -151,12 +151,14 @@ func TestAttentionBands(t *testing.T) {
 			}
 			return headLossGrads(t, p, rows, lora, cfg)
 		}
-		wantL, wantG := run(false)
-		gotL, gotG := run(true)
-		for what, pair := range map[string][2][]float32{"logit": {gotL, wantL}, "LoRA gradient": {gotG, wantG}} {
-			for i, g := range pair[0] {
-				if math.Float32bits(g) != math.Float32bits(pair[1][i]) {
-					t.Fatalf("%s: %s %d with bands %v, without %v", name, what, i, g, pair[1][i])
+		for _, attnBlock = range []int{128, 48} {
+			wantL, wantG := run(false)
+			gotL, gotG := run(true)
+			for what, pair := range map[string][2][]float32{"logit": {gotL, wantL}, "LoRA gradient": {gotG, wantG}} {
+				for i, g := range pair[0] {
+					if math.Float32bits(g) != math.Float32bits(pair[1][i]) {
+						t.Fatalf("%s, blocks of %d: %s %d with bands %v, without %v", name, attnBlock, what, i, g, pair[1][i])
+					}
 				}
 			}
 		}

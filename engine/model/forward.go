@@ -525,8 +525,9 @@ func (p *Pass) attentionPairs() int64 {
 
 // causalBlocks splits a sequence's T query rows into blocks of about attnBlock rows, [r0, r1) each: the rows
 // of a block attend to positions before r1 only, so their scores and the products with them stop there.
-// Computing the whole T × T square did twice the useful work of causal attention; blocks of 64 rows leave
-// a quarter of it over at T = 128, an eighth at T = 512.
+// Computing the whole T × T square did twice the useful work of causal attention; blocks of 64 rows left
+// a quarter of it over at T = 128, an eighth at T = 512, before the products' bands (attnBand) left out
+// nearly all of the rest within each block.
 func causalBlocks(T int) [][2]int {
 	n := max(1, (T+attnBlock/2)/attnBlock)
 	out := make([][2]int, n)
@@ -537,8 +538,8 @@ func causalBlocks(T int) [][2]int {
 }
 
 // attnBand is the band of one of the attention's products (linalg.SgemmBand): what a query row needs of
-// the keys before its own position, by blocks of 14 stacked rows and 32 keys, where the block of 64 query
-// rows (causalBlocks) computes every key up to its last row's. SmolLM2-135M's attention forward and
+// the keys before its own position, by blocks of 14 stacked rows and 32 keys, where a block of query rows
+// (causalBlocks) computed every key up to its last row's. SmolLM2-135M's attention forward and
 // backward, 32 sequences of 128 tokens (BenchmarkAttention): 17.9–18.0 → 16.0–16.4 ms a layer on 2 cores of
 // a Zen 5 EPYC (3 interleaved runs of two test binaries); its SFT step 2–3% faster. No bit changes: a band
 // leaves out only products with zeros and scores past a row's position (TestAttentionBands).
@@ -552,10 +553,12 @@ func attnBand(kind linalg.BandKind, off, div int) linalg.Band {
 // attnBands turns attnBand on (TestAttentionBands compares the passes without it).
 var attnBands = true
 
-// attnBlock is causalBlocks' block of query rows: small enough to skip most of the masked half, large
-// enough that each product stays a blocked one (the kernel's tiles are 14 rows). A variable for
+// attnBlock is causalBlocks' block of query rows. With the bands, blocks no longer skip much that the tiles
+// do not, and fewer, larger products pack fewer keys: BenchmarkAttention (32 sequences of 128 tokens)
+// 16.2–17.1 ms a layer with blocks of 64, 15.1–16.7 with 128 (one block), 19.1–20.3 with 32; at 8 × 512
+// tokens 43.1–44.1, 41.3–43.4 and 44.0–44.5 with one block (Zen 5 EPYC, interleaved runs). A variable for
 // TestCausalBlocks.
-var attnBlock = 64
+var attnBlock = 128
 
 // allocProbs carves the attention weights of every (sequence, kv head) out of one arena buffer (before the
 // workers start: the arena is not safe for concurrent use).
