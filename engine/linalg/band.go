@@ -27,7 +27,9 @@ const (
 
 // SgemmBand is Sgemm for a product of band's shape: where it runs on the blocked kernels it leaves out the
 // tiles of C that BandCols says are unused and the k-steps that BandKEnd and BandKStart say are zero, and
-// computes the rest as Sgemm does, bit for bit (a k-step left out would only have added a zero product).
+// computes the rest as Sgemm does, bit for bit (a k-step left out would only have added a zero product; a
+// tile left out whole in the first block is beta·C, where the kernel would add alpha·0 to it: the same but
+// for the sign of a zero).
 // Causal attention by blocks of 64 query rows computed half as much again as it needed; with the bands only
 // the tiles that cross the diagonal (14 rows by 32 columns on AVX-512) do more than they must.
 func SgemmBand(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
