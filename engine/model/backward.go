@@ -342,9 +342,9 @@ func (p *Pass) attentionBack(l int, lc *layerCache, datt, dq, dk, dv []float32) 
 		// dk and dv by blocks of key positions c0..c1-1, which only the queries from c0 on see: the
 		// contraction runs over their stacked rows, (T − c0)·group of them (blocks of queries would make
 		// it a block's rows, too short for the kernel).
+		keys := attnBand(linalg.BandKStart, 0, G) // key c0+i sees the stacked rows from i·G on
 		for _, b := range blocks {
 			c0, c1 := b[0], b[1]
-			keys := attnBand(linalg.BandKStart, 0, G) // key c0+i sees the stacked rows from i·G on
 			linalg.SgemmBand(true, false, c1-c0, hd, (T-c0)*G, scale, dA[c0*G*W+P+c0:], W, qs[c0*G*hd:], hd, 1, dk[base*kd+kvh*hd+c0*kd:], kd, keys)
 			linalg.SgemmBand(true, false, c1-c0, hd, (T-c0)*G, 1, A[c0*G*W+P+c0:], W, ds[c0*G*hd:], hd, 1, dv[base*kd+kvh*hd+c0*kd:], kd, keys)
 		}
