@@ -22,36 +22,33 @@ func TestCausalBlocks(t *testing.T) {
 		}
 		seqs = append(seqs, s)
 	}
-	all := [NumModules]bool{true, true, true, true, true, true, true}
 	for name, cfg := range archConfigs() {
 		cfg.MaxSeqLen = 128
 		w := randomModel(t, cfg, 5)
-		lora, err := NewLoRA(cfg, 3, 6, 0, all, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ts := range lora.Tensors(cfg) {
-			for i := range ts.Data {
-				ts.Data[i] = float32(rng.NormFloat64() * 0.3)
-			}
-		}
+		lora := randomLoRA(t, cfg, 3, 6, 0, rng)
 		run := func(block int) ([]float32, []float32) {
 			attnBlock = block
-			p, err := w.Forward(context.Background(), seqs, PassOptions{LoRA: lora, Keep: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows := make([]int, p.Rows())
-			for i := range rows {
-				rows[i] = i
-			}
-			return headLossGrads(t, p, rows, lora, cfg)
+			return allRowsLossGrads(t, w, seqs, PassOptions{LoRA: lora, Keep: true}, cfg)
 		}
 		wantL, wantG := run(1 << 30)
 		gotL, gotG := run(16)
 		closeScaled(t, name+": logit (by blocks, over the square)", gotL, wantL, 1e-5)
 		closeScaled(t, name+": LoRA gradient (by blocks, over the square)", gotG, wantG, 1e-5)
 	}
+}
+
+// allRowsLossGrads runs a training pass of w over seqs and returns headLossGrads of all its rows.
+func allRowsLossGrads(t *testing.T, w *Weights, seqs [][]int, opt PassOptions, cfg Config) (logits, grads []float32) {
+	t.Helper()
+	p, err := w.Forward(context.Background(), seqs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]int, p.Rows())
+	for i := range rows {
+		rows[i] = i
+	}
+	return headLossGrads(t, p, rows, opt.LoRA, cfg)
 }
 
 // headLossGrads returns the logits of p's rows and the gradients of lora from a fixed loss on them (logit
@@ -126,40 +123,17 @@ func TestAttentionBands(t *testing.T) {
 		seqs = append(seqs, s)
 	}
 	prefix := []int{-1, 0, 0, -1, -1}
-	all := [NumModules]bool{true, true, true, true, true, true, true}
 	for name, cfg := range map[string]Config{"smollm2": smol, "gemma3": gemma} {
 		cfg.MaxSeqLen = 256
 		w := randomModel(t, cfg, 5)
-		lora, err := NewLoRA(cfg, 4, 8, 0, all, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ts := range lora.Tensors(cfg) {
-			for i := range ts.Data {
-				ts.Data[i] = float32(rng.NormFloat64() * 0.3)
-			}
-		}
-		run := func(bands bool) ([]float32, []float32) {
-			attnBands = bands
-			p, err := w.Forward(context.Background(), seqs, PassOptions{LoRA: lora, Keep: true, Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows := make([]int, p.Rows())
-			for i := range rows {
-				rows[i] = i
-			}
-			return headLossGrads(t, p, rows, lora, cfg)
-		}
+		opt := PassOptions{LoRA: randomLoRA(t, cfg, 4, 8, 0, rng), Keep: true, Prefix: prefix}
 		for _, attnBlock = range []int{128, 48} {
-			wantL, wantG := run(false)
-			gotL, gotG := run(true)
-			for what, pair := range map[string][2][]float32{"logit": {gotL, wantL}, "LoRA gradient": {gotG, wantG}} {
-				for i, g := range pair[0] {
-					if math.Float32bits(g) != math.Float32bits(pair[1][i]) {
-						t.Fatalf("%s, blocks of %d: %s %d with bands %v, without %v", name, attnBlock, what, i, g, pair[1][i])
-					}
-				}
+			attnBands = false
+			wantL, wantG := allRowsLossGrads(t, w, seqs, opt, cfg)
+			attnBands = true
+			gotL, gotG := allRowsLossGrads(t, w, seqs, opt, cfg)
+			if !slicesEqual(gotL, wantL) || !slicesEqual(gotG, wantG) {
+				t.Fatalf("%s, blocks of %d: the logits or LoRA gradients with bands differ from those without", name, attnBlock)
 			}
 		}
 	}

@@ -47,6 +47,23 @@ func tinyGemma3(softcap bool) Config {
 	return c
 }
 
+// randomLoRA returns an adapter of the given rank and alpha on all seven projections, its A and B filled from
+// rng (non-zero B, so that A receives gradient).
+func randomLoRA(t *testing.T, cfg Config, rank int, alpha, dropout float32, rng *rand.Rand) *LoRA {
+	t.Helper()
+	all := [NumModules]bool{true, true, true, true, true, true, true}
+	lora, err := NewLoRA(cfg, rank, alpha, dropout, all, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range lora.Tensors(cfg) {
+		for i := range ts.Data {
+			ts.Data[i] = float32(rng.NormFloat64() * 0.3)
+		}
+	}
+	return lora
+}
+
 // randomModel returns weights with large enough random values that every path carries gradient.
 func randomModel(t *testing.T, cfg Config, seed int64) *Weights {
 	w, err := NewWeights(cfg)
@@ -177,18 +194,8 @@ func TestFullGradients(t *testing.T) {
 func TestLoRAGradients(t *testing.T) {
 	for name, cfg := range archConfigs() {
 		w := randomModel(t, cfg, 2)
-		all := [NumModules]bool{true, true, true, true, true, true, true}
 		for _, dropout := range []float32{0, 0.3} {
-			lora, err := NewLoRA(cfg, 3, 6, dropout, all, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewSource(4))
-			for _, ts := range lora.Tensors(cfg) { // non-zero B so A receives gradient
-				for i := range ts.Data {
-					ts.Data[i] = float32(rng.NormFloat64() * 0.3)
-				}
-			}
+			lora := randomLoRA(t, cfg, 3, 6, dropout, rand.New(rand.NewSource(4)))
 			gl := lora.ZeroLike()
 			before := w.Clone()
 			ceLoss(t, w, lora, Grads{L: gl})

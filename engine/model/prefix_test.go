@@ -40,19 +40,10 @@ func TestPrefixPass(t *testing.T) {
 		}
 		full = append(full, append(append([]int(nil), prefix...), s...))
 	}
-	all := [NumModules]bool{true, true, true, true, true, true, true}
 	for name, cfg := range archConfigs() {
 		cfg.MaxSeqLen = 128
 		w := randomModel(t, cfg, 5)
-		lora, err := NewLoRA(cfg, 3, 6, 0, all, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ts := range lora.Tensors(cfg) {
-			for i := range ts.Data {
-				ts.Data[i] = float32(rng.NormFloat64() * 0.3)
-			}
-		}
+		lora := randomLoRA(t, cfg, 3, 6, 0, rng)
 		// run returns the logits of every row of the sequences after the prefix (and of the other one)
 		// and the LoRA gradients of a loss on those rows.
 		run := func(seqs [][]int, prefixes []int, skip func(s int) int) ([]float32, []float32) {
