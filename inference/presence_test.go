@@ -47,9 +47,21 @@ func TestPresenceRegistersBeatsDrainsAndLeaves(t *testing.T) {
 	if err := p.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(120 * time.Millisecond) // later heartbeats keep it draining
-	if live, draining, _ := row(); !live || !draining {
-		t.Fatalf("after Drain: live %v draining %v", live, draining)
+	// A later heartbeat keeps it draining: wait for one that carries a new
+	// load (Run's, not Drain's), rather than for a time that a loaded machine
+	// may not keep to.
+	inFlight.Store(2)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		live, draining, load := row()
+		if live && load == 2 {
+			if !draining {
+				t.Fatal("a heartbeat after Drain undid it")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no live heartbeat after Drain")
+		}
 	}
 	stop()
 	<-done

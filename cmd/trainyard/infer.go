@@ -19,6 +19,11 @@ import (
 // (they read every inference.DefaultRefresh) and stop sending.
 const drainGrace = inference.DefaultRefresh + 500*time.Millisecond
 
+// registerTimeout bounds the first heartbeat: a database that does not take
+// the row in this long stops the command with the error, rather than hanging
+// its start.
+const registerTimeout = 30 * time.Second
+
 // runInfer is `trainyard infer`: chat completions for the base models this
 // process holds (TRAINYARD_BASE_MODELS, default all it knows), with their
 // adapters loaded from S3, announced in the inference registry so that
@@ -56,7 +61,10 @@ func runInfer(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	presence := &inference.Presence{Registry: inf.db, Address: "http://" + address, BaseModels: chat.BaseModels(),
 		Load: chat.Load, Interval: cfg.Inference.Heartbeat, Log: log.Named("registry")}
-	if err := presence.Register(ctx); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
+	err = presence.Register(rctx)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("register in the inference registry: %w", err)
 	}
 	beats, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
