@@ -68,7 +68,7 @@ func (p *Presence) Register(ctx context.Context) error {
 	p.mu.Lock()
 	p.proc.Address, p.proc.BaseModels = p.Address, p.BaseModels
 	p.mu.Unlock()
-	return p.beat(ctx, 0)
+	return p.beat(ctx)
 }
 
 // ID is the process's registry id (after Register).
@@ -91,7 +91,11 @@ func (p *Presence) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := p.beat(ctx, p.interval()); err != nil && ctx.Err() == nil {
+		// Each bounded by one interval, so a slow database never stacks them up.
+		bctx, cancel := context.WithTimeout(ctx, p.interval())
+		err := p.beat(bctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			p.Log.Warn("inference heartbeat failed", zap.String("process", p.ID()), zap.Error(err))
 		}
 	}
@@ -103,7 +107,7 @@ func (p *Presence) Drain(ctx context.Context) error {
 	p.mu.Lock()
 	p.proc.Draining = true
 	p.mu.Unlock()
-	return p.beat(ctx, 0)
+	return p.beat(ctx)
 }
 
 // Deregister deletes the row (clean shutdown, after the calls in flight
@@ -115,18 +119,12 @@ func (p *Presence) Deregister(ctx context.Context) error {
 	return nil
 }
 
-// beat writes one heartbeat, within bound when it is not zero. Run's beats
-// are bounded by one interval so a slow database never stacks them up; the
-// first one (Register) and Drain's are bounded by their caller's context
-// alone: each happens once and must land, and a first statement on a cold
-// connection pool can take longer than an interval (a 50 ms one in tests on a
-// loaded machine failed Register with "context deadline exceeded").
-func (p *Presence) beat(ctx context.Context, bound time.Duration) error {
-	if bound > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, bound)
-		defer cancel()
-	}
+// beat writes one heartbeat within ctx. Only Run bounds its beats by an
+// interval: Register's and Drain's each happen once and must land, and a first
+// statement on a cold connection pool can take longer than an interval (a
+// 50 ms one in tests on a loaded machine failed Register with "context
+// deadline exceeded"), so their callers bound them.
+func (p *Presence) beat(ctx context.Context) error {
 	p.beatMu.Lock()
 	defer p.beatMu.Unlock()
 	p.mu.Lock()

@@ -36,14 +36,10 @@ func TestPresenceRegistersBeatsDrainsAndLeaves(t *testing.T) {
 	done := make(chan struct{})
 	go func() { p.Run(rctx); close(done) }()
 	inFlight.Store(3)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if live, _, load := row(); live && load == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the load never reached the registry")
-		}
-	}
+	waitFor(t, "the load to reach the registry", func() bool {
+		live, _, load := row()
+		return live && load == 3
+	})
 	if err := p.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -51,34 +47,39 @@ func TestPresenceRegistersBeatsDrainsAndLeaves(t *testing.T) {
 	// load (Run's, not Drain's), rather than for a time that a loaded machine
 	// may not keep to.
 	inFlight.Store(2)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		live, draining, load := row()
-		if live && load == 2 {
-			if !draining {
-				t.Fatal("a heartbeat after Drain undid it")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no live heartbeat after Drain")
-		}
+	var draining bool
+	waitFor(t, "a live heartbeat after Drain", func() bool {
+		var live bool
+		var load int
+		live, draining, load = row()
+		return live && load == 2
+	})
+	if !draining {
+		t.Fatal("a heartbeat after Drain undid it")
 	}
 	stop()
 	<-done
 	// LeaseBeats (3) intervals without a heartbeat end the lease; the row is
 	// read by the clock of the database, so wait for it rather than exactly.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if live, _, _ := row(); !live {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("still live 5 s after its last heartbeat")
-		}
-	}
+	waitFor(t, "the lease to end after the last heartbeat", func() bool {
+		live, _, _ := row()
+		return !live
+	})
 	if err := p.Deregister(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, load := row(); load != -1 {
 		t.Fatal("the row outlived Deregister")
+	}
+}
+
+// waitFor polls cond until it holds, failing t after 5 s: the registry's
+// rows change on heartbeats and by the database's clock, not on cue.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
 	}
 }
