@@ -32,3 +32,21 @@ func TestGatedLoggerStopping(t *testing.T) {
 		t.Errorf("logged %v, want [before other chatter]", got)
 	}
 }
+
+// TestGatedLoggerDemotes: an error the server logs for no fault of the service
+// (demotedErrors) arrives as a warning, with its fields; other errors stay
+// errors.
+func TestGatedLoggerDemotes(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	l, _, _ := gatedLogger(zap.New(core))
+	l.Error("unable to add metrics baggage to gRPC trailer", zap.Error(errors.New("transport: SendHeader called multiple times")))
+	l.Error("other", zap.Error(errors.New("disk full")))
+	var got []string
+	for _, e := range logs.All() {
+		got = append(got, fmt.Sprintf("%s %s %d", e.Level, e.Message, len(e.Context)))
+	}
+	want := "[warn unable to add metrics baggage to gRPC trailer 1 error other 1]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("logged %v, want %s", got, want)
+	}
+}
